@@ -1,0 +1,50 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Each sets up .venv/ first.
+# Java 17+ is the one prerequisite; `setup` checks it and says what to install.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+OUT ?= out
+PYTEST_ARGS ?=
+
+.PHONY: setup java-check demo test test-fast bench lab golden clean lock
+
+setup: java-check $(STAMP)
+
+java-check:
+	@$(PYTHON) lib/state_runbooks/environment.py
+
+# Reinstalled when the dependencies or their pins change; otherwise setup is a no-op.
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/state-runbooks install-kernel-config
+	@touch $(STAMP)
+
+demo: setup
+	$(BIN)/state-runbooks demo --out $(OUT)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+bench: setup
+	$(BIN)/python tests/benchmarks/run.py
+
+lab: setup
+	$(BIN)/jupyter lab notebooks/
+
+# After changing a notebook or what it prints: refresh the outputs nbval compares.
+golden: setup
+	$(BIN)/state-runbooks golden
+
+# Re-pin the tested versions after changing dependencies in pyproject.toml.
+lock: setup
+	$(BIN)/python -m pip freeze --exclude-editable --exclude spark-state-runbooks > constraints.txt
+
+clean:
+	rm -rf $(VENV) $(OUT) .pytest_cache

@@ -1,0 +1,19 @@
+"""Helpers for the spark-state-runbooks notebooks: one place for each thing a runbook does.
+
+Modules, from the bottom up:
+
+- ``environment``: Java check (standard library only, also run by ``make setup``)
+- ``errors``: ``RunbookError`` (one-line, actionable) and translation of Spark errors
+- ``runtime``: Spark version, open-source vs Databricks, provider class names
+- ``session``: the Spark session (active one, else a quiet local one)
+- ``hadoop_fs``: file access through Hadoop's FileSystem API (any file system Spark can reach)
+- ``checkpoint``: a checkpoint's logs, operators, stores and state files
+- ``state_reader``: state rows through Spark's ``statestore`` source; UnsafeRow sizes
+- ``demo``: deterministic demo checkpoints on ``rate-micro-batch``
+- ``results``: ``record`` for tests, the JSON summary, ``fail_on``
+- ``runbook``: the common start and end of every notebook
+- ``plots``: matplotlib figures
+- ``notebooks``: run notebooks with papermill, export HTML (``make demo``)
+- one module per runbook with its own logic (``inspection`` for 03_inspect_state)
+"""
+__version__ = "0.1.0"

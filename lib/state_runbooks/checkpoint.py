@@ -1,0 +1,405 @@
+"""Read a Structured Streaming checkpoint: its logs, its operators and stores, its state files.
+
+Everything goes through :class:`~state_runbooks.hadoop_fs.HadoopFS` (Hadoop's FileSystem API in the
+Spark JVM) and Spark's own ``state-metadata`` data source, so it works on any file system Spark can
+reach. Bad input raises :class:`~state_runbooks.errors.RunbookError` with one line saying what to do.
+
+Layout (Spark 4.x)::
+
+    <root>/metadata                      {"id": "<query id>"}
+    <root>/offsets/<batch>               v1 / {"batchWatermarkMs", "batchTimestampMs", "conf"} / sources
+    <root>/commits/<batch>               v1 / {"nextBatchWatermarkMs"}
+    <root>/state/<op>/_metadata/metadata operator name, stores and their partition counts
+    <root>/state/<op>/<partition>/[<store>/]<version>.delta|.snapshot|.zip|.changelog
+
+State version = batch id + 1: the state written by batch 5 is version 6.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+
+from .errors import RunbookError, spark_errors
+from .hadoop_fs import HadoopFS
+from .runtime import (CHANGELOG_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN, MIN_BATCHES_TO_RETAIN_CONF,
+                      PROVIDER_CONF, OSS_HDFS_PROVIDER, provider_kind)
+
+DEFAULT_STORE = "default"
+_STATE_FILE = re.compile(r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
+_LOG_SUBFOLDERS = ("offsets", "commits", "sources", "state", "metadata")
+
+
+@dataclass(frozen=True)
+class OffsetEntry:
+    """One ``offsets/<batch>`` file: what the batch read and the configuration it pinned."""
+    batch_id: int
+    watermark_ms: int
+    timestamp_ms: int
+    conf: dict
+    sources: list  # one entry per source: its offset as JSON (dict/str), or None
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """One state store of one operator: the unit the ``statestore`` reader reads."""
+    operator_id: int
+    operator_name: str
+    store_name: str
+    num_partitions: int
+    min_batch_id: int | None
+    max_batch_id: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.operator_id}/{self.store_name}"
+
+
+@dataclass(frozen=True)
+class OperatorInfo:
+    operator_id: int
+    operator_name: str
+    stores: tuple[StoreInfo, ...]
+    source: str  # "state-metadata" or "files" (no operator metadata: read from the folder layout)
+
+    @property
+    def num_partitions(self) -> int:
+        return max((s.num_partitions for s in self.stores), default=0)
+
+
+@dataclass(frozen=True)
+class StateFile:
+    """One versioned state file (``.crc`` sidecars and ``SSTs/`` are not state files)."""
+    operator_id: int
+    partition_id: int
+    store_name: str
+    version: int
+    kind: str  # delta, snapshot, zip, changelog
+    size: int
+    modified_ms: int
+    path: str  # relative to the checkpoint root
+
+    @property
+    def batch_id(self) -> int:
+        return self.version - 1
+
+
+@dataclass
+class _Layout:
+    """State folder layout read from the file system, one listing per folder."""
+    files: list[StateFile] = field(default_factory=list)
+    # (operator, partition, store) -> bytes in other files (SSTs/, _metadata/schema, ...)
+    other_bytes: dict = field(default_factory=dict)
+    partitions: dict = field(default_factory=dict)  # operator -> set of partition ids on disk
+    stores: dict = field(default_factory=dict)  # operator -> set of store names on disk
+
+
+def _batch_ids(fs: HadoopFS, folder: str) -> list[int]:
+    return sorted(int(e.name) for e in fs.list(folder) if not e.is_dir and e.name.isdigit())
+
+
+def _parse_json_line(line: str):
+    line = line.strip()
+    if not line or line == "-":
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return line
+
+
+class Checkpoint:
+    """A streaming checkpoint, validated on construction.
+
+    >>> ckpt = Checkpoint(spark, "s3a://bucket/checkpoints/orders")      # doctest: +SKIP
+    >>> ckpt.last_committed_batch_id, [s.label for s in ckpt.stores()]  # doctest: +SKIP
+    """
+
+    def __init__(self, spark, path: str, require_state: bool = True):
+        if not path or not str(path).strip():
+            raise RunbookError("checkpoint_path is empty: pass the root folder of a streaming "
+                               "checkpoint (the checkpointLocation of the query)")
+        self.spark = spark
+        self.fs = HadoopFS(spark, str(path).strip())
+        self.root = self.fs.root
+        self._validate_root(require_state)
+
+    # -- validation -----------------------------------------------------------------------------
+    def _validate_root(self, require_state: bool) -> None:
+        fs = self.fs
+        if not fs.exists():
+            raise RunbookError(f"checkpoint path does not exist: {self.root}")
+        if not fs.is_dir():
+            raise RunbookError(f"{self.root} is a file; pass the checkpoint root folder (it holds "
+                               "metadata, offsets/, commits/ and state/)")
+        looks_like_root = fs.exists("metadata") or fs.is_dir("offsets")
+        if not looks_like_root:
+            parent = self._checkpoint_above()
+            if parent is not None:
+                raise RunbookError(f"{self.root} is inside a checkpoint; pass the checkpoint root "
+                                   f"instead: {parent}")
+            raise RunbookError(f"{self.root} is not a streaming checkpoint: it has no metadata file "
+                               "and no offsets/ folder (a checkpoint root holds metadata, offsets/, "
+                               "commits/ and state/)")
+        if require_state and not any(e.is_dir and e.name.isdigit() for e in fs.list("state")):
+            raise RunbookError(f"checkpoint {self.root} has no stateful operator: it has no state/ "
+                               "folder with operators, so its query keeps no state to inspect")
+
+    def _checkpoint_above(self) -> str | None:
+        """If the path is below a checkpoint root (``.../state``, ``.../state/0``), that root."""
+        parts = self.root.split("/")
+        for depth in range(1, 4):
+            if len(parts) - depth < 1 or parts[-depth] not in _LOG_SUBFOLDERS and not (
+                    parts[-depth].isdigit() or parts[-depth].startswith("_")):
+                continue
+            candidate = "/".join(parts[:-depth])
+            try:
+                above = HadoopFS(self.spark, candidate)
+            except RunbookError:
+                return None
+            if above.exists("metadata") and above.is_dir("offsets"):
+                return above.root
+        return None
+
+    # -- logs -----------------------------------------------------------------------------------
+    @functools.cached_property
+    def query_id(self) -> str | None:
+        if not self.fs.exists("metadata"):
+            return None
+        return json.loads(self.fs.read_text("metadata")).get("id")
+
+    @property
+    def offset_batch_ids(self) -> list[int]:
+        return _batch_ids(self.fs, "offsets")
+
+    @property
+    def commit_batch_ids(self) -> list[int]:
+        return _batch_ids(self.fs, "commits")
+
+    @property
+    def last_committed_batch_id(self) -> int | None:
+        commits = self.commit_batch_ids
+        return commits[-1] if commits else None
+
+    def offsets(self, batch_id: int) -> OffsetEntry:
+        rel = f"offsets/{batch_id}"
+        if not self.fs.exists(rel):
+            raise RunbookError(f"batch {batch_id} has no offsets entry in {self.root}; batches with "
+                               f"offsets: {_ranges(self.offset_batch_ids)}")
+        lines = self.fs.read_text(rel).splitlines()
+        meta = _parse_json_line(lines[1]) if len(lines) > 1 else {}
+        meta = meta if isinstance(meta, dict) else {}
+        return OffsetEntry(batch_id=batch_id,
+                           watermark_ms=int(meta.get("batchWatermarkMs", 0)),
+                           timestamp_ms=int(meta.get("batchTimestampMs", 0)),
+                           conf=dict(meta.get("conf", {})),
+                           sources=[_parse_json_line(line) for line in lines[2:]])
+
+    def next_watermark_ms(self, batch_id: int) -> int | None:
+        """The watermark the batch after ``batch_id`` applies (from ``commits/<batch_id>``)."""
+        rel = f"commits/{batch_id}"
+        if not self.fs.exists(rel):
+            return None
+        lines = self.fs.read_text(rel).splitlines()
+        meta = _parse_json_line(lines[1]) if len(lines) > 1 else None
+        return int(meta.get("nextBatchWatermarkMs", 0)) if isinstance(meta, dict) else None
+
+    @functools.cached_property
+    def pinned_conf(self) -> dict:
+        """The configuration pinned by the newest offsets entry. On restart Spark uses these values
+        for the state store, whatever the session says."""
+        ids = self.offset_batch_ids
+        return self.offsets(ids[-1]).conf if ids else {}
+
+    @property
+    def provider_class(self) -> str:
+        return self.pinned_conf.get(PROVIDER_CONF, OSS_HDFS_PROVIDER)
+
+    @property
+    def provider_kind(self) -> str:
+        return provider_kind(self.provider_class)
+
+    @property
+    def changelog_checkpointing(self) -> bool | None:
+        """Whether RocksDB changelog checkpointing is on (None for other providers).
+
+        Spark does not pin this conf in the offsets log, so it is read from the state files: a
+        RocksDB store that writes ``<version>.changelog`` files has it on.
+        """
+        if self.provider_kind != "rocksdb":
+            return None
+        pinned = self.pinned_conf.get(CHANGELOG_CONF)
+        if pinned is not None:
+            return pinned.lower() == "true"
+        return any(f.kind == "changelog" for f in self._layout.files)
+
+    @property
+    def min_batches_to_retain(self) -> int:
+        return int(self.pinned_conf.get(MIN_BATCHES_TO_RETAIN_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN))
+
+    # -- operators and stores -------------------------------------------------------------------
+    @functools.cached_property
+    def _layout(self) -> _Layout:
+        layout = _Layout()
+        fs = self.fs
+        for op_entry in fs.list("state"):
+            if not (op_entry.is_dir and op_entry.name.isdigit()):
+                continue
+            op = int(op_entry.name)
+            layout.partitions[op], layout.stores[op] = set(), set()
+            for part_entry in fs.list(f"state/{op}"):
+                if not (part_entry.is_dir and part_entry.name.isdigit()):
+                    continue
+                part = int(part_entry.name)
+                layout.partitions[op].add(part)
+                self._scan_store_dir(layout, op, part, f"state/{op}/{part}", DEFAULT_STORE)
+        return layout
+
+    def _scan_store_dir(self, layout: _Layout, op: int, part: int, rel: str, store: str) -> None:
+        has_files = False
+        for entry in self.fs.list(rel):
+            if entry.is_dir:
+                if entry.name in ("SSTs", "_metadata"):
+                    key = (op, part, store)
+                    layout.other_bytes[key] = layout.other_bytes.get(key, 0) + sum(
+                        e.size for e in self.fs.list(f"{rel}/{entry.name}") if not e.is_dir)
+                elif store == DEFAULT_STORE and not entry.name.startswith((".", "_")):
+                    self._scan_store_dir(layout, op, part, f"{rel}/{entry.name}", entry.name)
+                continue
+            match = _STATE_FILE.match(entry.name)
+            if match:
+                has_files = True
+                layout.files.append(StateFile(op, part, store, int(match.group(1)), match.group(3),
+                                              entry.size, entry.modified_ms, f"{rel}/{entry.name}"))
+        if has_files:
+            layout.stores[op].add(store)
+
+    @functools.cached_property
+    def _state_metadata_rows(self) -> list:
+        with spark_errors(f"reading state-metadata of {self.root}"):
+            return self.spark.read.format("state-metadata").load(self.root).collect()
+
+    @functools.cached_property
+    def _operators(self) -> list[OperatorInfo]:
+        by_op: dict[int, list] = {}
+        for row in self._state_metadata_rows:
+            by_op.setdefault(int(row.operatorId), []).append(row)
+        layout = self._layout
+        operators = []
+        for op in sorted(set(by_op) | set(layout.partitions)):
+            rows = by_op.get(op)
+            if rows:
+                stores = tuple(StoreInfo(op, r.operatorName, r.stateStoreName, int(r.numPartitions),
+                                         _int_or_none(r.minBatchId), _int_or_none(r.maxBatchId))
+                               for r in sorted(rows, key=lambda r: r.stateStoreName))
+                operators.append(OperatorInfo(op, rows[0].operatorName, stores, "state-metadata"))
+                continue
+            # No operator metadata (written before Spark 3.5, or lost): infer from the folders.
+            versions = [f.version for f in layout.files if f.operator_id == op]
+            lo = min(versions) - 1 if versions else None
+            hi = max(versions) - 1 if versions else None
+            parts = len(layout.partitions[op])
+            names = sorted(layout.stores[op]) or [DEFAULT_STORE]
+            stores = tuple(StoreInfo(op, "unknown", s, parts, lo, hi) for s in names)
+            operators.append(OperatorInfo(op, "unknown", stores, "files"))
+        return operators
+
+    def operators(self) -> list[OperatorInfo]:
+        return list(self._operators)
+
+    def stores(self, operator_id: int = -1) -> list[StoreInfo]:
+        """Every store, or those of one operator (-1: all operators)."""
+        if operator_id == -1:
+            return [s for op in self._operators for s in op.stores]
+        return list(self.operator(operator_id).stores)
+
+    def operator(self, operator_id: int) -> OperatorInfo:
+        for op in self._operators:
+            if op.operator_id == operator_id:
+                return op
+        valid = ", ".join(f"{op.operator_id} ({op.operator_name})" for op in self._operators)
+        raise RunbookError(f"operator {operator_id} is not in checkpoint {self.root}; "
+                           f"operators: {valid}")
+
+    def store(self, operator_id: int, store_name: str = DEFAULT_STORE) -> StoreInfo:
+        operator = self.operator(operator_id)
+        for store in operator.stores:
+            if store.store_name == store_name:
+                return store
+        valid = ", ".join(s.store_name for s in operator.stores)
+        raise RunbookError(f"operator {operator_id} ({operator.operator_name}) has no store "
+                           f"{store_name!r}; its stores: {valid}")
+
+    # -- batches --------------------------------------------------------------------------------
+    def retained_batch_range(self, operator_id: int = -1) -> tuple[int, int]:
+        """Batches whose state can still be read: committed, and not yet cleaned up."""
+        stores = self.stores(operator_id)
+        lows = [s.min_batch_id for s in stores if s.min_batch_id is not None]
+        highs = [s.max_batch_id for s in stores if s.max_batch_id is not None]
+        last = self.last_committed_batch_id
+        if not lows or last is None:
+            raise RunbookError(f"checkpoint {self.root} has no committed batch with state yet: "
+                               "run the query for at least one batch")
+        return max(lows), min(min(highs), last)
+
+    def resolve_batch(self, batch_id: int = -1, operator_id: int = -1) -> int:
+        """``-1`` -> the last committed batch; any other id is checked against the retained range."""
+        lo, hi = self.retained_batch_range(operator_id)
+        if batch_id == -1:
+            return hi
+        if not lo <= batch_id <= hi:
+            raise RunbookError(f"batch {batch_id} is outside the retained range {lo}..{hi} of "
+                               f"{self.root}; pass a batch in that range, or -1 for the last "
+                               f"committed batch ({hi})")
+        return batch_id
+
+    # -- files ----------------------------------------------------------------------------------
+    def state_files(self, operator_id: int = -1, store_name: str | None = None) -> list[StateFile]:
+        files = self._layout.files
+        if operator_id != -1:
+            files = [f for f in files if f.operator_id == operator_id]
+        if store_name is not None:
+            files = [f for f in files if f.store_name == store_name]
+        return sorted(files, key=lambda f: (f.operator_id, f.store_name, f.partition_id, f.version,
+                                            f.kind))
+
+    def disk_bytes(self, operator_id: int, store_name: str) -> dict:
+        """Bytes on disk of one store: every retained state file, and the newest version alone."""
+        files = self.state_files(operator_id, store_name)
+        other = sum(v for (op, _part, store), v in self._layout.other_bytes.items()
+                    if op == operator_id and store == store_name)
+        newest: dict[int, int] = {}
+        for f in files:
+            newest[f.partition_id] = max(newest.get(f.partition_id, 0), f.version)
+        latest = sum(f.size for f in files if f.version == newest[f.partition_id])
+        return {"retained_bytes": sum(f.size for f in files) + other, "latest_version_bytes": latest,
+                "files": len(files)}
+
+    def refresh(self) -> "Checkpoint":
+        """Forget cached listings (after the query ran more batches or a repair moved files)."""
+        for name in ("_layout", "_state_metadata_rows", "_operators", "pinned_conf"):
+            self.__dict__.pop(name, None)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Checkpoint({self.root!r})"
+
+
+def _int_or_none(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def _ranges(ids: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``0..2, 5``."""
+    if not ids:
+        return "none"
+    out, start, prev = [], ids[0], ids[0]
+    for i in ids[1:] + [None]:
+        if i is not None and i == prev + 1:
+            prev = i
+            continue
+        out.append(f"{start}..{prev}" if start != prev else str(start))
+        if i is not None:
+            start = prev = i
+    return ", ".join(out)

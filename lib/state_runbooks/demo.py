@@ -1,0 +1,194 @@
+"""Deterministic demo checkpoints, written by real streaming queries on ``rate-micro-batch``.
+
+``rate-micro-batch`` produces the same rows in every run: batch ``b`` holds values
+``b*rows_per_batch ... (b+1)*rows_per_batch - 1`` with event time ``DEMO_START + b seconds``. Each
+start with ``trigger(availableNow=True)`` runs exactly one micro-batch (no-data batches are switched
+off for the demo), so ``batches=N`` means N batches and every output is reproducible.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+
+from .errors import RunbookError, spark_errors
+from .runtime import CHANGELOG_CONF, PROVIDER_CONF, is_databricks, provider_classes
+from .session import session_conf
+
+# 2023-11-14 22:13:20 UTC. Not epoch 0: with a watermark, rows whose event time is exactly
+# 1970-01-01 00:00:00 count as late in the first batch and never reach the state.
+DEMO_START_MS = 1_700_000_000_000
+
+WORKLOADS = ("dedup", "window_agg", "join", "two_operators")
+PROVIDERS = ("hdfs", "rocksdb", "rocksdb_changelog")
+
+# The join demo (orders and payments, after the seed blog post), in seconds of event time.
+JOIN_WATERMARK_SECONDS = 2
+JOIN_LOWER_BOUND_SECONDS = 5  # order_time >= payment_time - 5 s
+JOIN_UPPER_BOUND_SECONDS = 5  # order_time <= payment_time + 5 s
+JOIN_PAYMENT_EARLY_BATCHES = 2  # case 1: the payment arrives this many batches before its order
+JOIN_PAYMENT_LATE_SECONDS = 8  # case 2: payment_time this far after order_time (outside bounds)
+
+
+@dataclass
+class DemoRun:
+    """A demo checkpoint and what its query reported."""
+    checkpoint_path: str
+    workload: str
+    provider: str
+    batches: int
+    rows_per_batch: int
+    partitions: int
+    progress: list = field(default_factory=list)  # query.lastProgress of every batch
+
+    @property
+    def last_state_operators(self) -> list[dict]:
+        return self.progress[-1]["stateOperators"] if self.progress else []
+
+
+def provider_conf(provider: str, runtime: str = "auto") -> dict[str, str]:
+    """Session confs that select one provider setup: ``hdfs``, ``rocksdb``, ``rocksdb_changelog``."""
+    if provider not in PROVIDERS:
+        raise RunbookError(f"provider {provider!r} is not known: use one of {', '.join(PROVIDERS)}")
+    classes = provider_classes(runtime)
+    if provider == "hdfs":
+        return {PROVIDER_CONF: classes.hdfs}
+    return {PROVIDER_CONF: classes.rocksdb,
+            CHANGELOG_CONF: "true" if provider == "rocksdb_changelog" else "false"}
+
+
+def _rate(spark, rows_per_batch: int, start_ms: int = DEMO_START_MS):
+    return (spark.readStream.format("rate-micro-batch")
+            .option("rowsPerBatch", rows_per_batch)
+            .option("numPartitions", 1)
+            .option("startTimestamp", start_ms)
+            .option("advanceMillisPerBatch", 1000)
+            .load())
+
+
+def _events(spark, rows_per_batch: int):
+    """Events where every event_id arrives twice in its batch (something to deduplicate)."""
+    from pyspark.sql import functions as F
+    return _rate(spark, rows_per_batch).select(
+        F.concat(F.lit("evt-"), (F.col("value") / 2).cast("long").cast("string")).alias("event_id"),
+        F.concat(F.lit("user-"), (F.col("value") % 5).cast("string")).alias("user_id"),
+        (F.col("value") % 100).cast("double").alias("amount"),
+        F.col("timestamp").alias("event_time"),
+    ).withWatermark("event_time", "5 seconds")
+
+
+def _dedup(df):
+    return df.dropDuplicates(["event_id", "event_time"])
+
+
+def _window_agg(df):
+    from pyspark.sql import functions as F
+    return (df.groupBy(F.window("event_time", "3 seconds"), "user_id")
+            .agg(F.count("*").alias("events"), F.sum("amount").alias("amount")))
+
+
+def orders_and_payments(spark, rows_per_batch: int):
+    """The seed's orders/payments streams with its mismatch cases built in, by ``value % 10``:
+
+    - 0: the payment names an order that does not exist (``missing-<v>``); order ``ord-<v>`` never
+      gets a payment.
+    - 1: the payment is for an order that arrives ``JOIN_PAYMENT_EARLY_BATCHES`` batches later.
+    - 2: the payment time is ``JOIN_PAYMENT_LATE_SECONDS`` after the order: outside the time bounds.
+    - 4: a second (split) payment for order ``ord-<v+1>``, which so holds two payment rows; order
+      ``ord-<v>`` gets no payment.
+    - 3, 5..9: a normal payment at the order's time: joins.
+    """
+    from pyspark.sql import functions as F
+    v = F.col("value")
+    orders = _rate(spark, rows_per_batch).select(
+        F.concat(F.lit("ord-"), v.cast("string")).alias("order_id"),
+        F.concat(F.lit("cust-"), (v % 5).cast("string")).alias("customer_id"),
+        ((v * 37) % 1000 / 10.0).alias("amount"),
+        F.col("timestamp").alias("order_time"),
+    ).withWatermark("order_time", f"{JOIN_WATERMARK_SECONDS} seconds")
+    early = v + JOIN_PAYMENT_EARLY_BATCHES * rows_per_batch
+    payments = _rate(spark, rows_per_batch).select(
+        F.concat(F.lit("pay-"), v.cast("string")).alias("payment_id"),
+        F.when(v % 10 == 0, F.concat(F.lit("missing-"), v.cast("string")))
+         .when(v % 10 == 1, F.concat(F.lit("ord-"), early.cast("string")))
+         .when(v % 10 == 4, F.concat(F.lit("ord-"), (v + 1).cast("string")))
+         .otherwise(F.concat(F.lit("ord-"), v.cast("string"))).alias("order_id"),
+        ((v * 53) % 1000 / 10.0).alias("payment_amount"),
+        F.when(v % 10 == 2, F.col("timestamp") + F.expr(f"INTERVAL {JOIN_PAYMENT_LATE_SECONDS} SECONDS"))
+         .otherwise(F.col("timestamp")).alias("payment_time"),
+    ).withWatermark("payment_time", f"{JOIN_WATERMARK_SECONDS} seconds")
+    return orders, payments
+
+
+def _join(spark, rows_per_batch: int):
+    from pyspark.sql import functions as F
+    orders, payments = orders_and_payments(spark, rows_per_batch)
+    condition = F.expr(
+        "o.order_id = p.order_id AND "
+        f"o.order_time >= p.payment_time - INTERVAL {JOIN_LOWER_BOUND_SECONDS} SECONDS AND "
+        f"o.order_time <= p.payment_time + INTERVAL {JOIN_UPPER_BOUND_SECONDS} SECONDS")
+    return orders.alias("o").join(payments.alias("p"), condition, "inner").select(
+        "o.order_id", "o.customer_id", "o.amount", "o.order_time", "p.payment_id",
+        "p.payment_amount", "p.payment_time")
+
+
+def demo_query(spark, workload: str, rows_per_batch: int):
+    """The streaming DataFrame of a demo workload (all run in append mode)."""
+    if workload == "dedup":
+        return _dedup(_events(spark, rows_per_batch))
+    if workload == "window_agg":
+        return _window_agg(_events(spark, rows_per_batch))
+    if workload == "two_operators":
+        return _window_agg(_dedup(_events(spark, rows_per_batch)))
+    if workload == "join":
+        return _join(spark, rows_per_batch)
+    raise RunbookError(f"demo workload {workload!r} is not known: use one of {', '.join(WORKLOADS)}")
+
+
+def new_demo_path(workload: str) -> str:
+    """A fresh checkpoint location: a local temporary folder, or DBFS on Databricks (the executors
+    must see the checkpoint, and a driver's /tmp is not shared)."""
+    if is_databricks():
+        return f"dbfs:/tmp/state-runbooks-demo/{workload}-{uuid.uuid4().hex[:8]}"
+    return os.path.join(tempfile.mkdtemp(prefix="state-runbooks-demo-"), workload)
+
+
+def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
+                     provider: str = "hdfs", rows_per_batch: int = 20, partitions: int = 4,
+                     extra_conf: dict[str, str] | None = None) -> list[dict]:
+    """Run ``batches`` more micro-batches of a demo query on ``checkpoint_path``; return progress.
+
+    On an existing checkpoint the query continues where it stopped, exactly as a restarted
+    production query would (provider and partitions are then the ones pinned in the checkpoint).
+    """
+    if batches < 1:
+        raise RunbookError(f"batches must be at least 1, got {batches}")
+    conf = {"spark.sql.shuffle.partitions": str(partitions),
+            "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+            **provider_conf(provider), **(extra_conf or {})}
+    progress = []
+    with session_conf(spark, conf):
+        df = demo_query(spark, workload, rows_per_batch)
+        for _ in range(batches):
+            with spark_errors(f"running demo query {workload} on {checkpoint_path}"):
+                query = (df.writeStream.format("noop").outputMode("append")
+                         .option("checkpointLocation", checkpoint_path)
+                         .trigger(availableNow=True).start())
+                query.awaitTermination()
+            if query.lastProgress:
+                progress.append(query.lastProgress)
+    return progress
+
+
+def build_demo_checkpoint(spark, workload: str = "two_operators", checkpoint_path: str = "",
+                          batches: int = 6, provider: str = "hdfs", rows_per_batch: int = 20,
+                          partitions: int = 4, extra_conf: dict[str, str] | None = None) -> DemoRun:
+    """Write a new demo checkpoint of ``batches`` micro-batches and return where it is."""
+    if workload not in WORKLOADS:
+        raise RunbookError(f"demo workload {workload!r} is not known: use one of "
+                           f"{', '.join(WORKLOADS)}")
+    path = checkpoint_path or new_demo_path(workload)
+    progress = run_demo_batches(spark, workload, path, batches, provider, rows_per_batch,
+                                partitions, extra_conf)
+    return DemoRun(path, workload, provider, batches, rows_per_batch, partitions, progress)

@@ -1,0 +1,69 @@
+"""One exception type for everything a user can get wrong, with a one-line message.
+
+A runbook fails on bad input with a sentence that says what was wrong and what is valid. Errors
+raised inside Spark (Java) are translated here, keeping the Spark error class and the first line of
+its message; the full Java exception stays available as ``spark_error`` for whoever needs it.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Iterator
+
+
+class RunbookError(ValueError):
+    """Bad input or an unusable checkpoint. The message is one actionable line."""
+
+    def __init__(self, message: str, *, spark_error: BaseException | None = None,
+                 error_class: str | None = None):
+        super().__init__(message)
+        self.spark_error = spark_error
+        self.error_class = error_class
+
+
+class RunbookFailed(RuntimeError):
+    """Raised by the last cell when the summary status reaches ``fail_on`` (for schedulers)."""
+
+
+_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
+
+
+def spark_error_class(exc: BaseException) -> str | None:
+    """The Spark error class of an exception (e.g. ``CANNOT_LOAD_STATE_STORE.UNCATEGORIZED``)."""
+    getter = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    if getter is not None:
+        try:
+            value = getter()
+            if value:
+                return str(value)
+        except Exception:  # noqa: BLE001 - any failure here just means "unknown"
+            pass
+    match = _ERROR_CLASS.search(str(exc))
+    return match.group(1) if match else None
+
+
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first meaningful line of an exception message, without the JVM stack."""
+    java = getattr(exc, "java_exception", None)  # Py4JJavaError: the Java exception's own line
+    text = str(java.toString()) if java is not None else str(exc).strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "JVM stacktrace", "Traceback")):
+            return line if len(line) <= limit else line[: limit - 3] + "..."
+    return type(exc).__name__
+
+
+@contextlib.contextmanager
+def spark_errors(action: str) -> Iterator[None]:
+    """Translate an exception raised by Spark or the JVM during ``action`` into a RunbookError."""
+    try:
+        yield
+    except RunbookError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - Py4J and PySpark raise many unrelated types
+        module = type(exc).__module__ or ""
+        if not module.startswith(("py4j", "pyspark")):
+            raise
+        error_class = spark_error_class(exc)
+        raise RunbookError(f"{action} failed: {first_line(exc)}", spark_error=exc,
+                           error_class=error_class) from None

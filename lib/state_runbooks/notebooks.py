@@ -1,0 +1,216 @@
+"""Run the runbook notebooks headless (papermill) and turn them into reports (nbconvert).
+
+Command line (installed as ``state-runbooks``)::
+
+    state-runbooks demo [--out out/]             # every runbook on its demo: .ipynb, .html, .json
+    state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
+    state-runbooks install-kernel-config         # keep JVM output out of notebook cells
+    state-runbooks golden [03_inspect_state]     # refresh the outputs nbval compares
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shutil
+import sys
+from dataclasses import dataclass
+from importlib import resources
+
+from .results import read_records
+
+KERNEL_NAME = "python3"
+
+
+def repo_notebooks_dir() -> pathlib.Path:
+    """``notebooks/`` of the source tree this package is installed from (``pip install -e .``)."""
+    here = pathlib.Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "notebooks"
+        if candidate.is_dir() and (parent / "pyproject.toml").exists():
+            return candidate
+    raise FileNotFoundError("notebooks/ not found: run from a clone installed with pip install -e .")
+
+
+def runbook_notebooks(notebooks_dir: pathlib.Path | None = None) -> list[pathlib.Path]:
+    """The runbooks, in order: ``NN_name.ipynb`` with NN >= 01 (00 is the template)."""
+    notebooks_dir = notebooks_dir or repo_notebooks_dir()
+    return sorted(p for p in notebooks_dir.glob("[0-9][0-9]_*.ipynb") if not p.name.startswith("00_"))
+
+
+def resolve_notebook(name: str, notebooks_dir: pathlib.Path | None = None) -> pathlib.Path:
+    path = pathlib.Path(name)
+    if path.suffix == ".ipynb" and path.exists():
+        return path
+    notebooks_dir = notebooks_dir or repo_notebooks_dir()
+    matches = sorted(notebooks_dir.glob(f"{path.stem}*.ipynb")) or sorted(
+        notebooks_dir.glob(f"*{path.stem}*.ipynb"))
+    if len(matches) != 1:
+        names = ", ".join(p.stem for p in sorted(notebooks_dir.glob("*.ipynb")))
+        raise SystemExit(f"error: notebook {name!r} matches {len(matches)} notebooks; "
+                         f"notebooks: {names}")
+    return matches[0]
+
+
+@dataclass
+class ExecutedNotebook:
+    notebook: pathlib.Path
+    summary_path: pathlib.Path | None
+    html_path: pathlib.Path | None
+
+    @property
+    def records(self) -> dict:
+        return read_records(self.notebook)
+
+    @property
+    def summary(self) -> dict | None:
+        if self.summary_path and self.summary_path.exists():
+            return json.loads(self.summary_path.read_text())
+        return self.records.get("summary")
+
+
+def execute(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict | None = None,
+            html: bool = True, write_summary: bool = True, name: str | None = None
+            ) -> ExecutedNotebook:
+    """Execute one notebook with papermill into ``out_dir``; write its summary JSON and HTML.
+
+    The executed notebook is written even when a cell fails, so a failed run can be read.
+    """
+    import papermill
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = name or notebook.stem
+    output = out_dir / f"{stem}.ipynb"
+    parameters = dict(parameters or {})
+    summary_path = None
+    if write_summary and "summary_path" not in parameters:
+        summary_path = out_dir / f"{stem}.summary.json"
+        parameters["summary_path"] = str(summary_path.resolve())
+    elif parameters.get("summary_path"):
+        summary_path = pathlib.Path(parameters["summary_path"])
+    try:
+        papermill.execute_notebook(str(notebook), str(output), parameters=parameters,
+                                   kernel_name=KERNEL_NAME, progress_bar=False,
+                                   cwd=str(notebook.parent), log_output=False)
+    finally:
+        html_path = export_html(output) if html and output.exists() else None
+    return ExecutedNotebook(output, summary_path, html_path)
+
+
+def export_html(notebook: pathlib.Path) -> pathlib.Path:
+    """An HTML report of an executed notebook, next to it (nbconvert)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(str(notebook), as_version=4))
+    target = notebook.with_suffix(".html")
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def install_kernel_config(prefix: str | None = None) -> pathlib.Path:
+    """Copy ``ipython_kernel_config.py`` to ``<prefix>/etc/ipython/`` (prefix: this environment)."""
+    target_dir = pathlib.Path(prefix or sys.prefix) / "etc" / "ipython"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / "ipython_kernel_config.py"
+    source = resources.files("state_runbooks") / "resources" / "ipython_kernel_config.py"
+    with resources.as_file(source) as src:
+        shutil.copyfile(src, target)
+    return target
+
+
+CHECK_TAG = "nbval-check-output"
+
+
+def refresh_golden(notebook: pathlib.Path) -> int:
+    """Re-execute a notebook on its demo and keep only the outputs nbval compares.
+
+    Cells tagged ``nbval-check-output`` get the new output and an execution count (nbval skips
+    cells without one); every other cell is stripped. Returns the number of compared cells.
+    """
+    import tempfile
+
+    import nbformat
+
+    with tempfile.TemporaryDirectory() as tmp:
+        executed = execute(notebook, pathlib.Path(tmp), html=False, write_summary=False)
+        ran = nbformat.read(str(executed.notebook), as_version=4)
+    source = nbformat.read(str(notebook), as_version=4)
+    ran_by_id = {c.get("id"): c for c in ran.cells}
+    checked = 0
+    for cell in source.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if CHECK_TAG in cell.metadata.get("tags", []):
+            checked += 1
+            fresh = ran_by_id[cell.get("id")]
+            cell.outputs = [o for o in fresh.outputs if o.get("output_type") != "display_data"]
+            cell.execution_count = checked
+        else:
+            cell.outputs, cell.execution_count = [], None
+    source.metadata.pop("papermill", None)
+    nbformat.write(source, str(notebook))
+    return checked
+
+
+def _parse_parameters(pairs: list[list[str]]) -> dict:
+    """``-p name value`` pairs; values parsed as YAML literals like papermill's CLI does."""
+    import yaml
+    return {name: yaml.safe_load(value) for name, value in pairs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="state-runbooks", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run every runbook on its demo checkpoint")
+    demo.add_argument("--out", default="out", help="output folder (default: out)")
+    run = sub.add_parser("run", help="run one runbook")
+    run.add_argument("notebook", help="notebook name or path, e.g. 03_inspect_state")
+    run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                     metavar=("NAME", "VALUE"), help="a parameter, as with papermill -p")
+    run.add_argument("-f", "--parameters-file", help="a YAML file of parameters (runbooks/schedules)")
+    run.add_argument("--out", default="out", help="output folder (default: out)")
+    sub.add_parser("install-kernel-config", help="keep JVM output out of notebook cells")
+    golden = sub.add_parser("golden", help="refresh the outputs nbval compares (after a change)")
+    golden.add_argument("notebooks", nargs="*", help="notebook names; default: all")
+    args = parser.parse_args(argv)
+
+    if args.command == "install-kernel-config":
+        print(f"installed {install_kernel_config()}")
+        return 0
+    if args.command == "golden":
+        names = args.notebooks or [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
+        for name in names:
+            notebook = resolve_notebook(name)
+            print(f"{notebook.name}: {refresh_golden(notebook)} compared cells refreshed", flush=True)
+        return 0
+    if args.command == "run":
+        import yaml
+        parameters = {}
+        if args.parameters_file:
+            parameters.update(yaml.safe_load(pathlib.Path(args.parameters_file).read_text()) or {})
+        parameters.update(_parse_parameters(args.parameter))
+        targets = [(resolve_notebook(args.notebook), parameters)]
+    else:
+        targets = [(nb, {}) for nb in runbook_notebooks()]
+
+    failed = 0
+    for notebook, parameters in targets:
+        print(f"running {notebook.name} ...", flush=True)
+        try:
+            result = execute(notebook, pathlib.Path(args.out), parameters)
+        except Exception as exc:  # noqa: BLE001 - report every runbook, then fail
+            failed += 1
+            print(f"  FAILED: {str(exc).strip().splitlines()[-1] if str(exc).strip() else exc}")
+            continue
+        summary = result.summary or {}
+        print(f"  {summary.get('status', '?')}: {result.notebook}, {result.html_path}, "
+              f"{result.summary_path}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

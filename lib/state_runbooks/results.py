@@ -1,0 +1,128 @@
+"""What a runbook hands back: recorded values for tests, and a JSON summary for schedulers.
+
+``record(name, value)`` displays a value under a custom mimetype; tests read it back from the executed
+notebook with :func:`read_records` (nbformat), without parsing printed text.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from .errors import RunbookError, RunbookFailed
+
+RECORD_MIMETYPE = "application/vnd.state-runbooks.record+json"
+SEVERITIES = ("info", "warning", "critical")
+STATUSES = ("ok", "warning", "critical")
+FAIL_ON = ("never", "warning", "critical")
+
+
+def _jsonable(value):
+    """Plain JSON types: numpy scalars, tuples and NaN made safe for json.dumps."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def record(name: str, value) -> None:
+    """Attach ``value`` to the notebook's output under ``name`` (shown as nothing to a reader)."""
+    from IPython.display import display
+    display({RECORD_MIMETYPE: {"name": name, "value": _jsonable(value)}}, raw=True)
+
+
+def read_records(notebook) -> dict:
+    """All recorded values of an executed notebook (a path or an nbformat node), by name."""
+    import nbformat
+    nb = nbformat.read(str(notebook), as_version=4) if not hasattr(notebook, "cells") else notebook
+    out = {}
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if RECORD_MIMETYPE in data:
+                item = data[RECORD_MIMETYPE]
+                out[item["name"]] = item["value"]
+    return out
+
+
+@dataclass
+class Finding:
+    severity: str  # info, warning, critical
+    code: str  # short, stable, for alert routing: e.g. "partition_skew"
+    message: str
+
+
+@dataclass
+class Summary:
+    """The JSON summary of one run: common keys plus the runbook's own in ``details``."""
+    runbook: str
+    checkpoint_path: str
+    spark_version: str
+    findings: list[Finding] = field(default_factory=list)
+    details: dict = field(default_factory=dict)
+
+    def add_finding(self, severity: str, code: str, message: str) -> None:
+        if severity not in SEVERITIES:
+            raise ValueError(f"severity {severity!r} is not one of {SEVERITIES}")
+        self.findings.append(Finding(severity, code, message))
+
+    @property
+    def status(self) -> str:
+        severities = {f.severity for f in self.findings}
+        return "critical" if "critical" in severities else \
+            "warning" if "warning" in severities else "ok"
+
+    def to_dict(self) -> dict:
+        return _jsonable({"runbook": self.runbook, "status": self.status,
+                          "checkpoint_path": self.checkpoint_path,
+                          "spark_version": self.spark_version,
+                          "findings": [f.__dict__ for f in self.findings], **self.details})
+
+
+def check_fail_on(fail_on: str) -> str:
+    if fail_on not in FAIL_ON:
+        raise RunbookError(f"fail_on={fail_on!r} is not valid: use 'never', 'warning' or 'critical'")
+    return fail_on
+
+
+def reaches(status: str, fail_on: str) -> bool:
+    """Whether a run with ``status`` should fail under ``fail_on``."""
+    check_fail_on(fail_on)
+    if fail_on == "never":
+        return False
+    return STATUSES.index(status) >= STATUSES.index(fail_on)
+
+
+def write_summary(summary: Summary, path: str, spark=None) -> str:
+    """Write the summary JSON to a local path, or through Hadoop's FileSystem for a URI."""
+    text = json.dumps(summary.to_dict(), indent=2, sort_keys=False) + "\n"
+    if "://" in path and not path.startswith("file:"):
+        from .hadoop_fs import HadoopFS
+        if spark is None:
+            raise RunbookError(f"writing the summary to {path} needs a Spark session")
+        parent, name = path.rsplit("/", 1)
+        HadoopFS(spark, parent).write_bytes(name, text.encode("utf-8"), overwrite=True)
+        return path
+    import pathlib
+    local = pathlib.Path(path.removeprefix("file://").removeprefix("file:"))
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text(text, encoding="utf-8")
+    return str(local)
+
+
+def finish(summary: Summary, summary_path: str = "", fail_on: str = "never", spark=None) -> dict:
+    """Record the summary, write it if asked, and fail the run if its status reaches ``fail_on``."""
+    data = summary.to_dict()
+    record("summary", data)
+    if summary_path:
+        write_summary(summary, summary_path, spark)
+    if reaches(summary.status, fail_on):
+        codes = ", ".join(f.code for f in summary.findings if f.severity != "info")
+        raise RunbookFailed(f"{summary.runbook}: status {summary.status} reaches "
+                            f"fail_on={fail_on} ({codes})")
+    return data

@@ -1,0 +1,96 @@
+"""Read state rows with Spark's ``statestore`` data source, and size them as Spark stores them.
+
+Every read is validated against the checkpoint first (operator, store and batch exist), so a wrong
+parameter gets a one-line error naming the valid values instead of a Java stack trace.
+"""
+from __future__ import annotations
+
+from functools import reduce
+
+from .checkpoint import DEFAULT_STORE, Checkpoint
+from .errors import spark_errors
+
+
+def read_state(ckpt: Checkpoint, operator_id: int = 0, store_name: str = DEFAULT_STORE,
+               batch_id: int = -1):
+    """The state of one store at one batch as a DataFrame (``key``, ``value``, ``partition_id``).
+
+    Spark's reader opens state lazily: a corrupt file fails when an action runs, so wrap actions on
+    the result in :func:`~state_runbooks.errors.spark_errors` too.
+    """
+    ckpt.store(operator_id, store_name)
+    batch = ckpt.resolve_batch(batch_id, operator_id)
+    with spark_errors(f"reading state of operator {operator_id} store {store_name} at batch {batch}"):
+        return (ckpt.spark.read.format("statestore")
+                .option("operatorId", operator_id)
+                .option("storeName", store_name)
+                .option("batchId", batch)
+                .load(ckpt.root))
+
+
+def unsafe_row_size(column, schema):
+    """Bytes of ``column`` (a struct of ``schema``) in Spark's UnsafeRow format, as a Column.
+
+    That is how state rows are kept in memory by the HDFS-backed provider and written to state
+    files: a null bitset (8 bytes per 64 fields), 8 bytes per field, and variable-length data
+    (strings, binaries, nested rows, arrays) rounded up to 8 bytes.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    def round8(expr):
+        return ((expr + 7) / 8).cast("long") * 8
+
+    def variable(col, dtype):
+        """Bytes a value takes outside the 8-byte fixed slot (0 for fixed-width types)."""
+        if isinstance(dtype, (T.StringType, T.BinaryType)):
+            return round8(F.octet_length(col))
+        if isinstance(dtype, T.DecimalType) and dtype.precision > 18:
+            return F.lit(16)
+        if isinstance(dtype, (T.CalendarIntervalType,)):
+            return F.lit(16)
+        if isinstance(dtype, T.StructType):
+            return row(col, dtype)
+        if isinstance(dtype, T.ArrayType):
+            return array(col, dtype.elementType)
+        if isinstance(dtype, T.MapType):
+            return 8 + array(F.map_keys(col), dtype.keyType) + array(F.map_values(col),
+                                                                      dtype.valueType)
+        return F.lit(0)
+
+    def element_width(dtype) -> int:
+        if isinstance(dtype, (T.BooleanType, T.ByteType)):
+            return 1
+        if isinstance(dtype, T.ShortType):
+            return 2
+        if isinstance(dtype, (T.IntegerType, T.FloatType, T.DateType)):
+            return 4
+        return 8
+
+    def array(col, element_type):
+        n = F.size(col)
+        header = 8 + ((n + 63) / 64).cast("long") * 8
+        fixed = round8(n * element_width(element_type))
+        var = F.aggregate(col, F.lit(0).cast("long"),
+                          lambda acc, x: acc + F.coalesce(variable(x, element_type), F.lit(0)))
+        return F.when(col.isNull(), F.lit(0)).otherwise(header + fixed + var)
+
+    def row(col, struct):
+        fields = struct.fields
+        size = F.lit(8 * ((len(fields) + 63) // 64) + 8 * len(fields)).cast("long")
+        for f in fields:
+            size = size + F.coalesce(variable(col[f.name], f.dataType), F.lit(0))
+        return F.when(col.isNull(), F.lit(0)).otherwise(size)
+
+    return row(column, schema)
+
+
+def union_over_batches(ckpt: Checkpoint, operator_id: int, store_name: str, batch_ids: list[int],
+                       columns):
+    """One DataFrame over several batches' state (``batch_id`` added), for a single Spark job."""
+    from pyspark.sql import functions as F
+
+    frames = [read_state(ckpt, operator_id, store_name, b).select(F.lit(b).alias("batch_id"),
+                                                                    *columns)
+              for b in batch_ids]
+    return reduce(lambda a, b: a.unionByName(b), frames)

@@ -1,0 +1,53 @@
+"""Shared fixtures: one local Spark session and demo checkpoints written by real queries.
+
+Demo checkpoints are built once per test session and must not be changed by tests; a test that
+changes files copies one first (``copy_checkpoint``).
+"""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from state_runbooks.demo import build_demo_checkpoint
+from state_runbooks.session import get_spark
+
+
+def pytest_collection_modifyitems(config, items):
+    # nbval runs whole notebooks: mark them slow like the papermill runs.
+    for item in items:
+        if item.fspath.ext == ".ipynb":
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.notebook)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    return get_spark()
+
+
+@pytest.fixture(scope="session")
+def demo_factory(spark, tmp_path_factory):
+    """``demo(workload, provider="hdfs", batches=4, rows_per_batch=20, ...)`` -> DemoRun, cached."""
+    cache = {}
+
+    def demo(workload: str, provider: str = "hdfs", batches: int = 4, rows_per_batch: int = 20,
+             partitions: int = 4):
+        key = (workload, provider, batches, rows_per_batch, partitions)
+        if key not in cache:
+            folder = tmp_path_factory.mktemp(f"{workload}-{provider}")
+            cache[key] = build_demo_checkpoint(spark, workload, str(folder / "checkpoint"),
+                                               batches, provider, rows_per_batch, partitions)
+        return cache[key]
+
+    return demo
+
+
+@pytest.fixture
+def copy_checkpoint(tmp_path):
+    """Copy a (local) checkpoint to a fresh folder that the test may change."""
+    def copy(path: str) -> str:
+        target = tmp_path / "checkpoint-copy"
+        shutil.copytree(path.removeprefix("file:"), target)
+        return str(target)
+    return copy

@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from state_runbooks.demo import build_demo_checkpoint
+from state_runbooks.notebooks import execute, resolve_notebook
 from state_runbooks.session import get_spark
 
 
@@ -51,3 +52,13 @@ def copy_checkpoint(tmp_path):
         shutil.copytree(path.removeprefix("file:"), target)
         return str(target)
     return copy
+
+
+@pytest.fixture
+def run_notebook(tmp_path):
+    """``run_notebook(name, **parameters)``: execute a notebook with papermill (kernel python3) into
+    tmp_path, which pytest keeps after a failure; returns an ExecutedNotebook (records, summary).
+    The summary JSON is written to ``tmp_path/<name>.summary.json`` unless summary_path is given."""
+    def run(name: str, **parameters):
+        return execute(resolve_notebook(name), tmp_path, parameters, html=False)
+    return run

@@ -17,7 +17,7 @@ import yaml
 
 from state_runbooks.checkpoint import Checkpoint
 from state_runbooks import inspection
-from state_runbooks.notebooks import execute, repo_notebooks_dir, resolve_notebook
+from state_runbooks.notebooks import repo_notebooks_dir, resolve_notebook
 
 NOTEBOOKS = sorted(repo_notebooks_dir().glob("*.ipynb"))
 REPO = repo_notebooks_dir().parent
@@ -63,15 +63,7 @@ def test_schedule_files_name_real_parameters():
         assert set(yaml.safe_load(schedule.read_text())) <= set(known), schedule.name
 
 
-# -- papermill runs with parameters ---------------------------------------------------------------
-@pytest.fixture
-def run_notebook(tmp_path):
-    """Execute a notebook into tmp_path (kept by pytest on failure) with explicit kernel python3."""
-    def run(name: str, **parameters):
-        return execute(resolve_notebook(name), tmp_path, parameters, html=False)
-    return run
-
-
+# -- papermill runs with parameters (fixture run_notebook in conftest.py) -------------------------
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_inspect_on_a_given_checkpoint_with_schedule_parameters(spark, demo_factory, run_notebook,

@@ -33,7 +33,9 @@ def _jsonable(value):
 def record(name: str, value) -> None:
     """Attach ``value`` to the notebook's output under ``name`` (shown as nothing to a reader)."""
     from IPython.display import display
-    display({RECORD_MIMETYPE: {"name": name, "value": _jsonable(value)}}, raw=True)
+    # The empty text/plain is what Jupyter, nbconvert and Databricks render: nothing.
+    display({RECORD_MIMETYPE: {"name": name, "value": _jsonable(value)}, "text/plain": ""},
+            raw=True)
 
 
 def read_records(notebook) -> dict:

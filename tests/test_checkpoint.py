@@ -163,3 +163,13 @@ def test_unknown_scheme(spark):
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, "nosuchfs://bucket/checkpoint")
     assert "no Hadoop file system for scheme 'nosuchfs'" in _one_line_error(excinfo)
+
+
+def test_changelog_flag_follows_the_newest_version(spark, demo_factory, copy_checkpoint):
+    """Switched off on restart, the next version is a zip: the old changelogs no longer count."""
+    from state_runbooks.demo import run_demo_batches
+    path = copy_checkpoint(demo_factory("dedup", "rocksdb_changelog").checkpoint_path)
+    run_demo_batches(spark, "dedup", path, 1, provider="rocksdb")
+    ckpt = Checkpoint(spark, path)
+    assert any(f.kind == "changelog" for f in ckpt.state_files())
+    assert ckpt.changelog_checkpointing is False

@@ -5,6 +5,7 @@ Modules, from the bottom up:
 - ``environment``: Java check (standard library only, also run by ``make setup``)
 - ``errors``: ``RunbookError`` (one-line, actionable) and translation of Spark errors
 - ``runtime``: Spark version, open-source vs Databricks, provider class names
+- ``redaction``: secrets hidden in any Spark configuration a runbook prints
 - ``session``: the Spark session (active one, else a quiet local one)
 - ``hadoop_fs``: file access through Hadoop's FileSystem API (any file system Spark can reach)
 - ``checkpoint``: a checkpoint's logs, operators, stores and state files
@@ -14,6 +15,13 @@ Modules, from the bottom up:
 - ``runbook``: the common start and end of every notebook
 - ``plots``: matplotlib figures
 - ``notebooks``: run notebooks with papermill, export HTML (``make demo``)
-- one module per runbook with its own logic (``inspection`` for 03_inspect_state)
+- one module per runbook with its own logic:
+- ``enable_rocksdb`` (01_enable_rocksdb): provider class for the runtime, pinned confs, side-by-side
+  measurement of the providers
+- ``sizing`` (02_estimate_state_size): napkin estimate, the HDFS-backed provider's memory model
+  (heap and the ``memoryUsedBytes`` Spark will report), measurement, growth projection
+- ``inspection`` (03_inspect_state): per-store figures, skew, hot keys, growth, checklist
+- ``join_diagnosis`` (04_diagnose_join_mismatch): why a key did not come out of a stream-stream join
+- ``recovery`` (05_recover_corrupted_state): diagnose, roll back and undo, with a journal
 """
 __version__ = "0.1.0"

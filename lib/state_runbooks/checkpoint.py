@@ -224,15 +224,21 @@ class Checkpoint:
     def changelog_checkpointing(self) -> bool | None:
         """Whether RocksDB changelog checkpointing is on (None for other providers).
 
-        Spark does not pin this conf in the offsets log, so it is read from the state files: a
-        RocksDB store that writes ``<version>.changelog`` files has it on.
+        Spark does not pin this conf in the offsets log, and a restart may switch it, so it is read
+        from the newest state version: on, that version is written as ``<version>.changelog``
+        (plus a periodic ``.zip`` snapshot); off, as a ``.zip`` only. Older versions may differ.
         """
         if self.provider_kind != "rocksdb":
             return None
         pinned = self.pinned_conf.get(CHANGELOG_CONF)
         if pinned is not None:
             return pinned.lower() == "true"
-        return any(f.kind == "changelog" for f in self._layout.files)
+        newest: dict[tuple, int] = {}
+        for f in self._layout.files:
+            key = (f.operator_id, f.partition_id, f.store_name)
+            newest[key] = max(newest.get(key, 0), f.version)
+        return any(f.kind == "changelog" for f in self._layout.files
+                   if f.version == newest[(f.operator_id, f.partition_id, f.store_name)])
 
     @property
     def min_batches_to_retain(self) -> int:

@@ -20,15 +20,32 @@ from .session import session_conf
 # 1970-01-01 00:00:00 count as late in the first batch and never reach the state.
 DEMO_START_MS = 1_700_000_000_000
 
-WORKLOADS = ("dedup", "window_agg", "join", "two_operators")
+WORKLOADS = ("dedup", "window_agg", "join", "two_operators", "join_left_outer", "join_composite",
+             "window_agg_many_users")
 PROVIDERS = ("hdfs", "rocksdb", "rocksdb_changelog")
 
-# The join demo (orders and payments, after the seed blog post), in seconds of event time.
+# The join demo (orders and payments, after the seed blog post), in seconds of event time. Each batch
+# is 1 s of event time, so with these values a row that never finds its match is evicted by the
+# watermark 7 batches after it arrived (2 s watermark delay + 3 s bound + the watermark lagging one
+# batch behind the data it was computed from).
 JOIN_WATERMARK_SECONDS = 2
-JOIN_LOWER_BOUND_SECONDS = 5  # order_time >= payment_time - 5 s
-JOIN_UPPER_BOUND_SECONDS = 5  # order_time <= payment_time + 5 s
+JOIN_LOWER_BOUND_SECONDS = 3  # order_time >= payment_time - 3 s
+JOIN_UPPER_BOUND_SECONDS = 3  # order_time <= payment_time + 3 s
 JOIN_PAYMENT_EARLY_BATCHES = 2  # case 1: the payment arrives this many batches before its order
 JOIN_PAYMENT_LATE_SECONDS = 8  # case 2: payment_time this far after order_time (outside bounds)
+JOIN_PAYMENT_BEHIND_SECONDS = 30  # case 3: payment_time this far behind: dropped as late
+JOIN_DEMO_BATCHES = 8  # enough batches for the watermark to evict the first batch's rows
+# What each ``value % 10`` of the join demo builds (see ``orders_and_payments``).
+JOIN_CASES = {
+    0: "payment_for_missing_order",
+    1: "payment_before_order",
+    2: "payment_outside_time_range",
+    3: "order_filtered_payment_late",
+    4: "payment_for_next_order",
+    5: "two_payments",
+    6: "wrong_customer",
+    7: "normal", 8: "normal", 9: "normal",
+}
 
 
 @dataclass
@@ -67,12 +84,13 @@ def _rate(spark, rows_per_batch: int, start_ms: int = DEMO_START_MS):
             .load())
 
 
-def _events(spark, rows_per_batch: int):
-    """Events where every event_id arrives twice in its batch (something to deduplicate)."""
+def _events(spark, rows_per_batch: int, users: int = 5):
+    """Events where every event_id arrives twice in its batch (something to deduplicate), from
+    ``users`` users."""
     from pyspark.sql import functions as F
     return _rate(spark, rows_per_batch).select(
         F.concat(F.lit("evt-"), (F.col("value") / 2).cast("long").cast("string")).alias("event_id"),
-        F.concat(F.lit("user-"), (F.col("value") % 5).cast("string")).alias("user_id"),
+        F.concat(F.lit("user-"), (F.col("value") % users).cast("string")).alias("user_id"),
         (F.col("value") % 100).cast("double").alias("amount"),
         F.col("timestamp").alias("event_time"),
     ).withWatermark("event_time", "5 seconds")
@@ -89,46 +107,80 @@ def _window_agg(df):
 
 
 def orders_and_payments(spark, rows_per_batch: int):
-    """The seed's orders/payments streams with its mismatch cases built in, by ``value % 10``:
+    """The seed's orders/payments streams with its mismatch cases built in, by ``value % 10``
+    (``JOIN_CASES``); the order ``ord-<v>`` and the payment ``pay-<v>`` come from the same value ``v``:
 
     - 0: the payment names an order that does not exist (``missing-<v>``); order ``ord-<v>`` never
       gets a payment.
     - 1: the payment is for an order that arrives ``JOIN_PAYMENT_EARLY_BATCHES`` batches later.
     - 2: the payment time is ``JOIN_PAYMENT_LATE_SECONDS`` after the order: outside the time bounds.
-    - 4: a second (split) payment for order ``ord-<v+1>``, which so holds two payment rows; order
-      ``ord-<v>`` gets no payment.
-    - 3, 5..9: a normal payment at the order's time: joins.
+    - 3: an upstream filter drops the order before the join, and the payment's time is
+      ``JOIN_PAYMENT_BEHIND_SECONDS`` behind: the join drops it as late (except in the first batch,
+      whose watermark is still 0: there it enters the state and is evicted in the next batch).
+    - 4: a second (split) payment for order ``ord-<v+1>``; order ``ord-<v>`` gets no payment.
+    - 5: the order gets its own payment and the split one: two payment rows for one key.
+    - 6: a normal payment that carries the wrong ``customer_id``: it joins on ``order_id`` alone, and
+      does not on the composite key (``order_id``, ``customer_id``) of ``join_composite``.
+    - 7..9: a normal payment at the order's time: joins.
     """
     from pyspark.sql import functions as F
     v = F.col("value")
-    orders = _rate(spark, rows_per_batch).select(
+    orders = _rate(spark, rows_per_batch).where(v % 10 != 3).select(
         F.concat(F.lit("ord-"), v.cast("string")).alias("order_id"),
         F.concat(F.lit("cust-"), (v % 5).cast("string")).alias("customer_id"),
         ((v * 37) % 1000 / 10.0).alias("amount"),
         F.col("timestamp").alias("order_time"),
     ).withWatermark("order_time", f"{JOIN_WATERMARK_SECONDS} seconds")
-    early = v + JOIN_PAYMENT_EARLY_BATCHES * rows_per_batch
+    case = v % 10
+    # The order number each payment is for (case 0 names an order that does not exist).
+    target = (F.when(case == 1, v + JOIN_PAYMENT_EARLY_BATCHES * rows_per_batch)
+              .when(case == 4, v + 1).otherwise(v))
+    customer = F.when(case == 6, (target + 1) % 5).otherwise(target % 5)
     payments = _rate(spark, rows_per_batch).select(
         F.concat(F.lit("pay-"), v.cast("string")).alias("payment_id"),
-        F.when(v % 10 == 0, F.concat(F.lit("missing-"), v.cast("string")))
-         .when(v % 10 == 1, F.concat(F.lit("ord-"), early.cast("string")))
-         .when(v % 10 == 4, F.concat(F.lit("ord-"), (v + 1).cast("string")))
-         .otherwise(F.concat(F.lit("ord-"), v.cast("string"))).alias("order_id"),
+        F.when(case == 0, F.concat(F.lit("missing-"), v.cast("string")))
+         .otherwise(F.concat(F.lit("ord-"), target.cast("string"))).alias("order_id"),
+        F.concat(F.lit("cust-"), customer.cast("string")).alias("customer_id"),
         ((v * 53) % 1000 / 10.0).alias("payment_amount"),
-        F.when(v % 10 == 2, F.col("timestamp") + F.expr(f"INTERVAL {JOIN_PAYMENT_LATE_SECONDS} SECONDS"))
+        F.when(case == 2, F.col("timestamp") + F.expr(f"INTERVAL {JOIN_PAYMENT_LATE_SECONDS} SECONDS"))
+         .when(case == 3, F.col("timestamp") - F.expr(f"INTERVAL {JOIN_PAYMENT_BEHIND_SECONDS} SECONDS"))
          .otherwise(F.col("timestamp")).alias("payment_time"),
     ).withWatermark("payment_time", f"{JOIN_WATERMARK_SECONDS} seconds")
     return orders, payments
 
 
-def _join(spark, rows_per_batch: int):
+def join_demo_key(case: str, batch: int, rows_per_batch: int = 20, payment: bool = False,
+                  nth: int = 0) -> str:
+    """The join key the join demo builds for a case (a value of ``JOIN_CASES``) in a batch: the
+    order's ``order_id`` (``ord-<v>``), or with ``payment=True`` the ``order_id`` its payment
+    carries. ``nth``: which of the batch's values with that case (0: the first)."""
+    codes = [c for c, name in JOIN_CASES.items() if name == case]
+    if not codes:
+        raise RunbookError(f"join demo case {case!r} is not known: use one of "
+                           f"{', '.join(dict.fromkeys(JOIN_CASES.values()))}")
+    v = batch * rows_per_batch + 10 * nth + codes[0]
+    if not payment:
+        return f"ord-{v}"
+    code = v % 10
+    if code == 0:
+        return f"missing-{v}"
+    if code == 1:
+        return f"ord-{v + JOIN_PAYMENT_EARLY_BATCHES * rows_per_batch}"
+    if code == 4:
+        return f"ord-{v + 1}"
+    return f"ord-{v}"
+
+
+def _join(spark, rows_per_batch: int, how: str = "inner", composite: bool = False):
     from pyspark.sql import functions as F
     orders, payments = orders_and_payments(spark, rows_per_batch)
+    keys = "o.order_id = p.order_id AND " + ("o.customer_id = p.customer_id AND " if composite
+                                             else "")
     condition = F.expr(
-        "o.order_id = p.order_id AND "
+        keys +
         f"o.order_time >= p.payment_time - INTERVAL {JOIN_LOWER_BOUND_SECONDS} SECONDS AND "
         f"o.order_time <= p.payment_time + INTERVAL {JOIN_UPPER_BOUND_SECONDS} SECONDS")
-    return orders.alias("o").join(payments.alias("p"), condition, "inner").select(
+    return orders.alias("o").join(payments.alias("p"), condition, how).select(
         "o.order_id", "o.customer_id", "o.amount", "o.order_time", "p.payment_id",
         "p.payment_amount", "p.payment_time")
 
@@ -143,6 +195,14 @@ def demo_query(spark, workload: str, rows_per_batch: int):
         return _window_agg(_dedup(_events(spark, rows_per_batch)))
     if workload == "join":
         return _join(spark, rows_per_batch)
+    if workload == "join_left_outer":
+        return _join(spark, rows_per_batch, how="left_outer")
+    if workload == "join_composite":
+        return _join(spark, rows_per_batch, composite=True)
+    if workload == "window_agg_many_users":
+        # One user per two events of a batch: the state holds a row per user and open window, and
+        # every batch of a 3 s window updates the same keys again.
+        return _window_agg(_events(spark, rows_per_batch, users=max(5, rows_per_batch // 2)))
     raise RunbookError(f"demo workload {workload!r} is not known: use one of {', '.join(WORKLOADS)}")
 
 

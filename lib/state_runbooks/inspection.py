@@ -34,6 +34,7 @@ class StoreReport:
     watermark_ms: int | None = None
     rows_behind_watermark: int | None = None
     disk: dict = field(default_factory=dict)
+    payload_bytes_per_partition: list[int] = field(default_factory=list)  # key + value bytes
 
     @property
     def label(self) -> str:
@@ -114,9 +115,12 @@ def inspect_store(ckpt: Checkpoint, store: StoreInfo, batch_id: int, top_keys: i
             totals = scanned.groupBy("partition_id").agg(*sums).collect()
 
     rows_per_partition = [0] * store.num_partitions
+    payload_per_partition = [0] * store.num_partitions
     key_bytes = value_bytes = behind_total = 0
     for row in (r.asDict() for r in totals):
         rows_per_partition[int(row["partition_id"])] = int(row["_rows"])
+        payload_per_partition[int(row["partition_id"])] = (int(row["_key_bytes"] or 0)
+                                                           + int(row["_value_bytes"] or 0))
         key_bytes += int(row["_key_bytes"] or 0)
         value_bytes += int(row["_value_bytes"] or 0)
         behind_total += int(row.get("_behind") or 0)
@@ -128,7 +132,8 @@ def inspect_store(ckpt: Checkpoint, store: StoreInfo, batch_id: int, top_keys: i
         hot_keys=hot, event_time_column=time_col,
         watermark_ms=watermark_ms if time_col else None,
         rows_behind_watermark=behind_total if time_col and watermark_ms else None,
-        disk=ckpt.disk_bytes(store.operator_id, store.store_name))
+        disk=ckpt.disk_bytes(store.operator_id, store.store_name),
+        payload_bytes_per_partition=payload_per_partition)
 
 
 def inspect_stores(ckpt: Checkpoint, batch_id: int = -1, operator_id: int = -1,

@@ -43,3 +43,95 @@ def growth(table, title: str = "State rows per batch"):
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def provider_benchmark(table, title: str = "The same workload on each state store provider"):
+    """One bar chart per measured figure, one bar per provider setup (a table from
+    ``enable_rocksdb.benchmark_table``). Sizes in MB; a missing figure (n/a) draws no bar."""
+    import matplotlib.pyplot as plt
+
+    panels = [("batch_ms", "batch duration (ms, median)", 1),
+              ("commit_ms", "state commit (ms, median)", 1),
+              ("memoryUsedBytes", "memoryUsedBytes (MB)", 1e6),
+              ("heap_retained_bytes", "JVM heap retained (MB)", 1e6),
+              ("disk_bytes", "bytes on disk (MB)", 1e6)]
+    panels = [p for p in panels if p[0] in table.columns]
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.2), squeeze=False)
+    colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52"]
+    for ax, (column, label, scale) in zip(axes.flat, panels):
+        values = table[column].astype(float) / scale
+        ax.bar(range(len(table.index)), values.fillna(0),
+               color=colors[:len(table.index)] * (len(table.index) // len(colors) + 1))
+        ax.set_xticks(range(len(table.index)))
+        ax.set_xticklabels(table.index, rotation=30, ha="right", fontsize=8)
+        ax.set_title(label, fontsize=9)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def estimate_vs_reported(table, title: str = "Memory estimate against Spark's memoryUsedBytes"):
+    """Grouped bars per workload (a table from ``sizing.plot_table``: one column per figure, in
+    bytes); MiB on a log scale, since the seeds' formula and RocksDB sit far below the rest."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.8))
+    columns = list(table.columns)
+    width = 0.8 / max(len(columns), 1)
+    colors = ["#8C8C8C", "#4C72B0", "#55A868", "#DD8452", "#C44E52"]
+    for i, column in enumerate(columns):
+        xs = [x + (i - (len(columns) - 1) / 2) * width for x in range(len(table.index))]
+        ax.bar(xs, table[column].astype(float) / 1024 ** 2, width, label=column,
+               color=colors[i % len(colors)])
+    ax.set_xticks(range(len(table.index)))
+    ax.set_xticklabels(table.index)
+    ax.set_yscale("log")
+    ax.set_ylabel("MiB (log scale)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def growth_projection(table, projection_batches, projection_rows, title: str = "State rows: "
+                      "measured and projected"):
+    """Total rows over the sampled batches (a table from ``inspection.growth``), and a dashed line
+    to the projected rows ``projection_batches`` later."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    totals = table.sum(axis=1)
+    ax.plot(totals.index, totals.values, marker="o", label="measured (all stores)")
+    last = totals.index[-1]
+    ax.plot([last, last + projection_batches], [totals.values[-1], projection_rows],
+            linestyle="--", marker="x", label=f"projected, {projection_batches} batches ahead")
+    ax.set_xlabel("batch id")
+    ax.set_ylabel("rows in state")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def category_counts(counts: dict, title: str = "Join keys per category"):
+    """Horizontal bars, one per category (a ``{category: count}`` dict, in its order), each
+    labelled with its count; categories with no key keep their row, so charts compare."""
+    import matplotlib.pyplot as plt
+
+    names = list(counts)
+    values = [counts[n] for n in names]
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(names) + 1.2))
+    bars = ax.barh(range(len(names)), values, color="#4C72B0")
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=9)
+    ax.invert_yaxis()
+    ax.bar_label(bars, labels=[f"{v:,}" for v in values], padding=3, fontsize=8)
+    ax.set_xlabel("keys")
+    ax.set_title(title, fontsize=10)
+    ax.margins(x=0.15)
+    ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    return fig

@@ -94,3 +94,24 @@ def union_over_batches(ckpt: Checkpoint, operator_id: int, store_name: str, batc
                                                                     *columns)
               for b in batch_ids]
     return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def read_state_changes(ckpt: Checkpoint, operator_id: int, store_name: str, first_batch: int,
+                       last_batch: int):
+    """What batches ``first_batch`` .. ``last_batch`` changed in one store, from Spark's state
+    change feed: ``batch_id``, ``change_type`` (``update`` for a put, ``delete``), ``key``,
+    ``value``, ``partition_id``. Spark serves it for the HDFS-backed provider and for RocksDB with
+    changelog checkpointing; both batches are checked against the retained range first.
+    """
+    ckpt.store(operator_id, store_name)
+    first = ckpt.resolve_batch(first_batch, operator_id)
+    last = ckpt.resolve_batch(last_batch, operator_id)
+    with spark_errors(f"reading the changes of operator {operator_id} store {store_name} in "
+                      f"batches {first}..{last}"):
+        return (ckpt.spark.read.format("statestore")
+                .option("operatorId", operator_id)
+                .option("storeName", store_name)
+                .option("readChangeFeed", True)
+                .option("changeStartBatchId", first)
+                .option("changeEndBatchId", last)
+                .load(ckpt.root))

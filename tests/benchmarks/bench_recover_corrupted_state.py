@@ -1,0 +1,71 @@
+"""05_recover_corrupted_state: diagnose 200 retained batches with a fault in the middle.
+
+The checkpoint: a deduplication (2 partitions, HDFS-backed provider) run for 200 micro-batches,
+keeping every version (``minBatchesToRetain`` 1000) and writing no snapshots
+(``minDeltasForSnapshot`` 100000), so that each version is rebuilt from all the deltas before it
+and a delta cut in half in the middle breaks every later batch. Diagnose is measured twice: with
+the ``.crc`` sidecar of the broken file (local file systems: the files point at the answer) and
+without it (as on object stores, where only Spark's loads see the damage and the bisection does
+the work). The baseline loads every retained batch, one Spark job each, as ``load_batch`` does.
+The linear scan takes minutes, so it runs once; the diagnoses run three times.
+"""
+from __future__ import annotations
+
+import time
+
+BATCHES = 200
+MIDDLE_VERSION = 101  # written by batch 100: batches 100..199 do not load, 99 is the last good
+
+
+def bench(ctx) -> list[dict]:
+    from state_runbooks import recovery
+    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.demo import build_demo_checkpoint
+    from state_runbooks.hadoop_fs import HadoopFS
+
+    start = time.perf_counter()
+    run = build_demo_checkpoint(
+        ctx.spark, "dedup", str(ctx.folder / "dedup-200"), batches=BATCHES, rows_per_batch=10,
+        partitions=2, extra_conf={"spark.sql.streaming.minBatchesToRetain": "1000",
+                                  "spark.sql.streaming.stateStore.minDeltasForSnapshot": "100000"})
+    print(f"checkpoint: {BATCHES} batches written in {time.perf_counter() - start:.0f} s",
+          flush=True)
+    ckpt = Checkpoint(ctx.spark, run.checkpoint_path)
+    raw = HadoopFS(ctx.spark, run.checkpoint_path).raw()
+    broken = f"state/0/0/{MIDDLE_VERSION}.delta"
+    data = raw.read_bytes(broken)
+    raw.write_bytes(broken, data[: len(data) // 2], overwrite=True)
+    assert ckpt.refresh().retained_batch_range() == (0, BATCHES - 1)
+
+    results = []
+    diag = recovery.diagnose(ckpt)  # also warms the JVM up for both sides
+    assert diag.last_good_batch_id == MIDDLE_VERSION - 2, recovery.bisection_lines(diag)
+    results.append(ctx.report("with .crc sidecars: state loads (Spark jobs) to find the last good "
+                              "batch", diag.loads, "loads", "<= 10"))
+    with_sidecar = ctx.side_by_side(
+        f"diagnose with .crc sidecars ({diag.loads} loads) vs loading all {BATCHES} batches",
+        lambda: recovery.diagnose(ckpt), lambda: recovery.linear_scan(ckpt),
+        target=0.1, warm_up=False, repeats=1)
+
+    aside = HadoopFS(ctx.spark, str(ctx.folder / "aside")).raw()
+    raw.move_to(f"state/0/0/.{MIDDLE_VERSION}.delta.crc", aside, f"{MIDDLE_VERSION}.delta.crc")
+    blind = recovery.diagnose(ckpt.refresh())
+    assert blind.last_good_batch_id == MIDDLE_VERSION - 2, recovery.bisection_lines(blind)
+    results.append(ctx.report("without the sidecar (object stores): state loads, bisection",
+                              blind.loads, "loads", "<= 10"))
+    linear_s = with_sidecar["bare_s"]
+    times = sorted(ctx_time(lambda: recovery.diagnose(ckpt)) for _ in range(ctx.repeats))
+    median = times[len(times) // 2]
+    ratio = median / linear_s
+    print(f"diagnose without sidecars ({blind.loads} loads) vs loading all {BATCHES} batches\n"
+          f"    runbook {median:7.2f} s   bare {linear_s:7.2f} s   ratio {ratio:5.2f}x   "
+          f"(target <= 0.1x: {'within' if ratio <= 0.1 else 'OVER'})", flush=True)
+    results.append({"label": "diagnose without sidecars vs linear scan", "runbook_s": median,
+                    "bare_s": linear_s, "ratio": ratio, "target": 0.1})
+    return results + [with_sidecar]
+
+
+def ctx_time(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start

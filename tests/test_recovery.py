@@ -1,0 +1,350 @@
+"""Recover corrupted state: the fault matrix on real checkpoints, refusals, and papermill runs.
+
+Every case of the matrix copies a never-faulted demo checkpoint (built once per provider setup),
+breaks it, and checks the whole way back: the diagnosis names the broken file and the right last
+good batch; a dry run changes nothing; the rollback, then a restart of the same demo query to the
+same batch, gives state equal row for row to the never-faulted run; undo restores the faulted
+checkpoint byte for byte. Checksums here are computed with hashlib on the local files, independently
+of the library.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from state_runbooks import recovery
+from state_runbooks.checkpoint import Checkpoint
+from state_runbooks.demo import demo_query
+from state_runbooks.errors import RunbookError
+
+PROVIDERS = ("hdfs", "rocksdb", "rocksdb_changelog")
+BATCHES = 4  # batches 0..3; the state of batch b is version b + 1
+LAST = BATCHES - 1
+LATEST_FILE = {"hdfs": "state/1/0/4.delta", "rocksdb": "state/1/0/4.zip",
+               "rocksdb_changelog": "state/1/0/4.changelog"}
+# fault -> (the path the diagnosis must name, the last good batch)
+EXPECTED = {
+    "truncate_latest": (None, LAST - 1),
+    "garbage_latest": (None, LAST - 1),
+    "delete_latest": (None, LAST - 1),
+    "break_middle": (None, 1),  # version 3 is broken, and version 4 needs it
+    "drop_partition": ("state/1/1", None),  # no version loads: replay from the first batch
+    "drop_operator_metadata": ("state/1/_metadata/metadata", LAST),  # loads; Spark rewrites it
+    "uncommitted_batch": (f"offsets/{LAST}", LAST - 1),  # the last batch was in flight
+}
+
+
+def tree_sha(root) -> dict[str, str]:
+    """SHA-256 of every file below root, .crc sidecars included."""
+    out = {}
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            out[os.path.relpath(path, root)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return out
+
+
+def age(root, seconds_ago: float = 3600) -> None:
+    """Make a checkpoint look like its query stopped an hour ago."""
+    stamp = time.time() - seconds_ago
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(folder, name), (stamp, stamp))
+
+
+def zip_ssts(path) -> set[str]:
+    with zipfile.ZipFile(path) as archive:
+        text = archive.read("metadata").decode()
+    return {s["dfsSstFileName"] for s in json.loads(text.split("\n", 1)[1])["sstFiles"]}
+
+
+@pytest.fixture(scope="module")
+def setups(spark, demo_factory, tmp_path_factory):
+    """Per provider setup, built once: the never-faulted demo (batches 0..3) and the state rows
+    of every store of that run at its last batch and, run one batch further, at the next."""
+    cache = {}
+
+    def get(provider):
+        if provider not in cache:
+            run = demo_factory("two_operators", provider, BATCHES, rows_per_batch=10, partitions=2)
+            further = tmp_path_factory.mktemp(f"recovery-{provider}") / "reference"
+            shutil.copytree(run.checkpoint_path, further)
+            recovery.restart_demo(spark, run, str(further), 1)
+            rows = {LAST: recovery.state_rows(Checkpoint(spark, run.checkpoint_path), LAST),
+                    LAST + 1: recovery.state_rows(Checkpoint(spark, str(further)), LAST + 1)}
+            cache[provider] = (run, rows)
+        return cache[provider]
+    return get
+
+
+def expected_path(provider: str, fault: str, pristine: str, broken: str) -> str:
+    path = EXPECTED[fault][0]
+    if fault.endswith("_latest"):
+        return LATEST_FILE[provider]
+    if fault == "break_middle":
+        if provider != "rocksdb":
+            return LATEST_FILE[provider].replace("/4.", "/3.")
+        # RocksDB without changelogs: every version is a zip listing its SST files; the middle
+        # fault is the SST file version 3 added, which version 4 still lists.
+        name = broken.rsplit("/", 1)[-1]
+        zips = {v: zip_ssts(f"{pristine}/state/1/0/{v}.zip") for v in (2, 3, 4)}
+        assert name in zips[3] - zips[2] and name in zips[4]
+        return f"state/1/0/SSTs/{name}"
+    return path
+
+
+# -- the fault matrix ----------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", recovery.FAULTS)
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_fault_matrix(spark, setups, copy_checkpoint, tmp_path, provider, fault):
+    run, reference_rows = setups(provider)
+    path = copy_checkpoint(run.checkpoint_path)
+    ckpt = Checkpoint(spark, path)
+    broken = recovery.inject_fault(ckpt, fault, partition_id=1 if fault == "drop_partition" else 0)
+    assert broken == expected_path(provider, fault, run.checkpoint_path, broken)
+    age(path)
+    faulted = tree_sha(path)
+
+    # Diagnose: the broken file and the right last good batch, without changing a byte.
+    diag = recovery.diagnose(ckpt)
+    assert broken in [p.path for p in diag.problems], recovery.problem_lines(diag)
+    last_good = EXPECTED[fault][1]
+    assert diag.last_good_batch_id == last_good, recovery.bisection_lines(diag)
+    plan = recovery.plan_rollback(ckpt, diag)
+    dry = recovery.rollback(ckpt, plan)
+    assert not dry.applied and dry.refused is None
+    assert tree_sha(path) == faulted
+
+    # Roll back, restart the same query, run it to the same batch: the never-faulted state.
+    backup = tmp_path / "backup"
+    outcome = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(backup))
+    if fault == "drop_operator_metadata":  # the state loads at the last batch: nothing to move
+        assert plan.moves == [] and not outcome.applied and tree_sha(path) == faulted
+    else:
+        assert outcome.applied and outcome.verified, outcome.lines
+        if (Path(path) / broken).is_file() or fault == "uncommitted_batch":
+            assert broken in plan.moves
+    target = plan.target_batch_id
+    assert target == (recovery.REPLAY_FROM_START if last_good is None else last_good)
+    until = LAST if target < LAST else LAST + 1
+    recovery.restart_demo(spark, run, path, until - target)
+    restarted = Checkpoint(spark, path)
+    assert restarted.last_committed_batch_id == until
+    assert recovery.state_rows(restarted, until) == reference_rows[until]
+    if fault == "drop_operator_metadata":
+        assert (Path(path) / broken).exists()  # the restarted query wrote it again
+        return
+
+    # Undo: the faulted checkpoint, byte for byte (the restarted query's files go aside).
+    journal = json.loads((backup / "journal.json").read_text())
+    assert {m["path"] for m in journal["moves"]} >= set(plan.moves)
+    for item in journal["moves"] + journal["copies"]:  # sizes and checksums of the originals
+        assert item["sha256"] == faulted[item["path"]], item["path"]
+        assert item["size"] == (backup / item["copy"]).stat().st_size
+    # force: the restarted query wrote its batches seconds ago (it has stopped)
+    undone = recovery.undo(ckpt, outcome.journal_path, dry_run=False, force=True)
+    assert undone.applied and undone.verified, undone.lines
+    assert tree_sha(path) == faulted
+    assert json.loads((backup / "journal.json").read_text())["status"] == "undone"
+
+
+def test_spark_facts_the_diagnosis_relies_on(spark, setups, copy_checkpoint):
+    """Spark's reader skips a missing partition folder, and the state-metadata source lists no
+    operator at all once one operator's metadata is gone (seen on the installed Spark)."""
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    ckpt = Checkpoint(spark, path)
+    whole = recovery.load_store(ckpt, 1, "default", LAST)
+    shutil.move(f"{path}/state/1/1", f"{path}.state-1-1")
+    half = recovery.load_store(ckpt.refresh(), 1, "default", LAST)
+    assert whole.ok and half.ok and 0 < half.rows < whole.rows
+    with pytest.raises(RunbookError) as excinfo:  # while a restarted query fails on it
+        recovery.restart_demo(spark, run, path, 1)
+    assert "CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS" in str(excinfo.value)
+    shutil.move(f"{path}/state/1/_metadata", f"{path}.state-1-metadata")
+    assert spark.read.format("state-metadata").load(path).count() == 0
+
+
+# -- the rest of the issue's list -----------------------------------------------------------------
+def test_hadoop_fs_additions(spark, setups, tmp_path):
+    from state_runbooks.hadoop_fs import HadoopFS
+    run, _ = setups("hdfs")
+    fs = HadoopFS(spark, run.checkpoint_path)
+    raw = fs.raw()
+    local = Path(run.checkpoint_path)
+    assert fs.has_checksum_layer and not raw.has_checksum_layer
+    walked = raw.walk()
+    assert set(walked) == set(tree_sha(local))  # sidecars included, as plain files
+    assert walked["offsets/0"].size == (local / "offsets/0").stat().st_size
+    for rel in ("offsets/0", "state/1/0/1.delta"):
+        assert fs.sha256(rel) == raw.sha256(rel) == tree_sha(local)[rel]
+        assert fs.verify_checksum(rel) is None
+    target = HadoopFS(spark, str(tmp_path / "t")).raw()
+    raw.copy_to("offsets/0", target, "a/0")
+    assert (tmp_path / "t/a/0").read_bytes() == (local / "offsets/0").read_bytes()
+    with pytest.raises(RunbookError, match="refusing to copy"):
+        raw.copy_to("offsets/1", target, "a/0")
+    target.move_to("a/0", target, "b/0")
+    raw.copy_to("offsets/0", target, "a/0")
+    with pytest.raises(RunbookError, match="refusing to move"):
+        target.move_to("a/0", target, "b/0")
+    # A file changed behind Hadoop's back no longer matches its sidecar.
+    changed = tmp_path / "c"
+    shutil.copytree(local / "offsets", changed)
+    (changed / "0").write_bytes((changed / "0").read_bytes().replace(b"v1", b"v2"))
+    assert "Checksum" in HadoopFS(spark, str(changed)).verify_checksum("0")
+
+
+def test_nothing_broken_reports_so_and_plans_nothing(spark, setups, copy_checkpoint, tmp_path):
+    run, _ = setups("rocksdb")
+    path = copy_checkpoint(run.checkpoint_path)
+    age(path)
+    before = tree_sha(path)
+    ckpt = Checkpoint(spark, path)
+    diag = recovery.diagnose(ckpt)
+    assert diag.nothing_broken and diag.problems == [] and diag.last_good_batch_id == LAST
+    assert diag.verdict() == ("nothing is broken: the state loads at the last committed batch "
+                              f"{LAST}")
+    assert recovery.problem_lines(diag) == ["nothing missing, empty or damaged"]
+    assert recovery.options_lines(diag)[0].startswith("(c) nothing")
+    plan = recovery.plan_rollback(ckpt, diag)
+    assert plan.summary() == {"target_batch_id": LAST, "moves": []}
+    outcome = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(tmp_path / "b"))
+    assert not outcome.applied and not (tmp_path / "b").exists()
+    assert tree_sha(path) == before
+    from state_runbooks.results import Summary
+    summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
+    recovery.summarize(summary, diag, plan, outcome)
+    assert summary.status == "ok" and summary.details["broken"] == []
+    assert summary.details["plan"]["moves"] == [] and summary.details["applied"] is False
+
+
+def test_an_active_looking_checkpoint_is_refused(spark, setups, copy_checkpoint, tmp_path):
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    ckpt = Checkpoint(spark, path)
+    recovery.inject_fault(ckpt, "truncate_latest")
+    age(path)
+    os.utime(f"{path}/commits/{LAST}")  # the query committed a batch just now
+    before = tree_sha(path)
+    diag = recovery.diagnose(ckpt)
+    plan = recovery.plan_rollback(ckpt, diag)
+    activity = recovery.check_activity(ckpt)
+    assert activity.looks_active and activity.reasons[0].startswith(f"commits/{LAST} was written")
+    dry = recovery.rollback(ckpt, plan)
+    assert "would be refused now" in dry.lines[-1]
+    refused = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(tmp_path / "b"))
+    assert not refused.applied and refused.refused.startswith("the query looks active")
+    assert tree_sha(path) == before and not (tmp_path / "b").exists()
+
+    # An active query of this session on the checkpoint, whatever the file times say.
+    running = tmp_path / "running"
+    shutil.copytree(run.checkpoint_path, running)
+    age(running)
+    active = Checkpoint(spark, str(running))
+    query = (demo_query(spark, "two_operators", 10).writeStream.format("noop")
+             .option("checkpointLocation", str(running)).trigger(processingTime="1 hour").start())
+    try:
+        activity = recovery.check_activity(active, quiet_minutes=0)
+        assert activity.reasons == [f"query {query.id} is active in this Spark session on this "
+                                    "checkpoint"]
+        plan = recovery.Plan(LAST - 1, [f"offsets/{LAST}"])
+        assert recovery.rollback(active, plan, dry_run=False, backup_dir=str(tmp_path / "b"),
+                                 quiet_minutes=0).refused
+    finally:
+        query.stop()
+    assert not (tmp_path / "b").exists()
+
+
+def test_bad_inputs_get_one_line(spark, setups, copy_checkpoint, tmp_path):
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    ckpt = Checkpoint(spark, path)
+    recovery.inject_fault(ckpt, "break_middle")
+    age(path)
+    diag = recovery.diagnose(ckpt)
+    cases = [
+        (lambda: recovery.check_mode("repair"), "use 'diagnose', 'rollback' or 'undo'"),
+        (lambda: recovery.plan_rollback(ckpt, diag, 7), "outside the retained range 0..3"),
+        (lambda: recovery.plan_rollback(ckpt, diag, 2), "does not load (last good batch: 1)"),
+        (lambda: recovery.inject_fault(ckpt, "flood"), "fault 'flood' is not known"),
+        (lambda: recovery.undo(ckpt), "no rollback journal next to the checkpoint"),
+        (lambda: recovery.undo(ckpt, str(tmp_path)), "has no journal.json"),
+    ]
+    plan = recovery.plan_rollback(ckpt, diag, 0)  # an older batch than the last good one is fine
+    assert plan.target_batch_id == 0 and "offsets/1" in plan.moves
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    for backup, message in ((f"{path}/backup", "inside the checkpoint"),
+                            (str(tmp_path / "full"), "is not empty")):
+        cases.append((lambda b=backup: recovery.rollback(ckpt, plan, dry_run=False, force=True,
+                                                          backup_dir=b), message))
+    for call, message in cases:
+        with pytest.raises(RunbookError) as excinfo:
+            call()
+        assert message in str(excinfo.value) and "\n" not in str(excinfo.value)
+
+    # Undo refuses when a file of the checkpoint as the rollback found it vanished without a
+    # backup (Spark's cleanup, after minBatchesToRetain more batches, deletes old versions).
+    done = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(tmp_path / "backup"))
+    assert done.applied and done.verified
+    shutil.move(f"{path}/state/0/0/1.delta", tmp_path / "1.delta")
+    refused = recovery.undo(ckpt, done.journal_path, dry_run=False)
+    assert not refused.applied and "no backup (e.g. state/0/0/1.delta)" in refused.refused
+    shutil.move(tmp_path / "1.delta", f"{path}/state/0/0/1.delta")
+    assert recovery.undo(ckpt, done.journal_path, dry_run=False).verified
+
+
+# -- papermill runs with parameters (fixture run_notebook in conftest.py) -------------------------
+PLAYBOOK = Path(__file__).resolve().parents[1] / "runbooks" / "cannot-load-state-store.md"
+
+
+def playbook_rollback_parameters() -> dict:
+    """The parameter file the playbook tells on-call engineers to write (its yaml block)."""
+    text = PLAYBOOK.read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    return yaml.safe_load(block)
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_rollback_then_undo_with_papermill(spark, setups, copy_checkpoint, run_notebook, tmp_path):
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    broken = recovery.inject_fault(Checkpoint(spark, path), "truncate_latest")
+    age(path)
+    faulted = tree_sha(path)
+
+    parameters = playbook_rollback_parameters()
+    assert parameters["mode"] == "rollback" and parameters["dry_run"] is False
+    parameters.update(checkpoint_path=path, summary_path=str(tmp_path / "rollback.json"))
+    run_notebook("05_recover_corrupted_state", **parameters)
+    summary = json.loads((tmp_path / "rollback.json").read_text())
+    root = Checkpoint(spark, path).root
+    assert summary["runbook"] == "recover_corrupted_state" and summary["status"] == "critical"
+    assert summary["last_committed_batch_id"] == LAST and summary["last_good_batch_id"] == LAST - 1
+    entry = next(b for b in summary["broken"] if b["path"] == broken)
+    assert entry["error_class"] == "CANNOT_LOAD_STATE_STORE.UNCATEGORIZED"
+    assert summary["plan"]["target_batch_id"] == LAST - 1 and broken in summary["plan"]["moves"]
+    assert summary["applied"] is True
+    assert summary["backup_dir"].startswith(root + recovery.BACKUP_MARK)
+    assert summary["journal_path"] == summary["backup_dir"] + "/journal.json"
+    assert Checkpoint(spark, path).last_committed_batch_id == LAST - 1
+    assert {"rollback_applied", "state_does_not_load"} <= {f["code"] for f in summary["findings"]}
+
+    run_notebook("05_recover_corrupted_state", checkpoint_path=path, mode="undo", dry_run=False,
+                 summary_path=str(tmp_path / "undo.json"))
+    undo = json.loads((tmp_path / "undo.json").read_text())
+    assert undo["applied"] is True and undo["journal_path"] == summary["journal_path"]
+    assert tree_sha(path) == faulted
+    with pytest.raises(RunbookError, match="was already undone"):
+        recovery.undo(Checkpoint(spark, path))

@@ -1,0 +1,805 @@
+"""The diagnose-join-mismatch runbook's logic: why did a key not come out of a stream-stream join?
+
+Spark's symmetric hash join keeps, per side, every input row that may still find a match in
+``<side>-keyWithIndexToValue`` (key: the join key plus an index; value: the row plus ``matched``).
+Rows leave that store only when the watermark evicts them. So the history of that store (the state
+change feed, or the state of every retained batch compared one by one) tells, for every join key and
+side: the event times and ``matched`` of every row it held, when it first arrived, whether it is in
+the state of the diagnosed batch, and if not, in which batch the watermark removed it.
+
+Each key gets one category, its root cause, decided on that evidence (see ``CATEGORIES``). All keys
+are classified by one Spark aggregation of scalars over both sides, so it scales with the state;
+only the keys shown are collected, with their rows in the state of the diagnosed batch.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from functools import reduce
+
+from .checkpoint import Checkpoint, OperatorInfo
+from .errors import RunbookError, spark_errors
+from .state_reader import read_state, read_state_changes, union_over_batches
+
+JOIN_OPERATOR = "symmetricHashJoin"
+SIDES = ("left", "right")
+ROWS_STORE = "{side}-keyWithIndexToValue"
+WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"  # field metadata Spark puts on the event-time column
+
+# Root causes, in the order they are shown (``_with_category`` decides them).
+CATEGORIES = {
+    "joined": "a row of the key is marked matched: the join emitted it",
+    "waiting_for_right": "only the left side reached the state, and it is still there",
+    "waiting_for_left": "only the right side reached the state, and it is still there",
+    "outside_time_bounds": "both sides reached the state, but no pair satisfies the time condition",
+    "evicted_by_watermark": "one side waited, the watermark removed it before a match arrived",
+    "unmatched_within_bounds": "both sides were in the state together and a pair satisfies the "
+                               "time bounds given, yet Spark did not match them",
+    "never_seen": "the key never reached either side's state in the retained batches",
+}
+CHANGE_FEED = "change feed"
+RETAINED_BATCHES = "retained batches"
+METHODS = (CHANGE_FEED, RETAINED_BATCHES)
+
+
+# -- the join: operator, key, time columns, bounds ------------------------------------------------
+@dataclass(frozen=True)
+class JoinSide:
+    side: str
+    time_column: str
+    time_source: str  # "parameter" or "checkpoint" (the column carrying the watermark)
+    watermark_column: str | None  # the column the state schema marks with the watermark delay
+    watermark_delay_ms: int | None
+    value_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """A stream-stream join as read from the checkpoint, plus the time condition given."""
+    operator_id: int
+    key_fields: tuple[str, ...]  # field0, field1, ... in the state key (the index excluded)
+    key_types: tuple  # Spark DataTypes of those fields
+    key_names: tuple[str | None, ...]  # the value column each key field equals, where one does
+    left: JoinSide
+    right: JoinSide
+    lower_bound_seconds: float
+    upper_bound_seconds: float
+
+    @property
+    def composite(self) -> bool:
+        return len(self.key_fields) > 1
+
+    def side(self, name: str) -> JoinSide:
+        return self.left if name == "left" else self.right
+
+    def key_label(self) -> str:
+        names = [n or f for n, f in zip(self.key_names, self.key_fields)]
+        return names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+
+    def condition_text(self) -> str:
+        lt, rt = self.left.time_column, self.right.time_column
+        return (f"{lt} >= {rt} - {_secs(self.lower_bound_seconds)} AND "
+                f"{lt} <= {rt} + {_secs(self.upper_bound_seconds)}")
+
+    def describe(self) -> list[str]:
+        """Where each part of the join came from, one line each."""
+        lines = [f"operator {self.operator_id} ({JOIN_OPERATOR}), join key {self.key_label()}"
+                 + (" (composite)" if self.composite else "")]
+        for s in (self.left, self.right):
+            source = ("given as a parameter" if s.time_source == "parameter"
+                      else "read from the checkpoint: the column that carries the watermark")
+            delay = (f"; watermark delay {s.watermark_delay_ms / 1000:g} s on "
+                     f"{s.watermark_column}" if s.watermark_delay_ms is not None else
+                     "; no watermark column in the state schema")
+            lines.append(f"{s.side} time column: {s.time_column} ({source}{delay})")
+        lines.append(f"time condition: {self.condition_text()} (the bounds are parameters: Spark "
+                     "does not store the join condition in the checkpoint)")
+        return lines
+
+
+def join_operators(ckpt: Checkpoint) -> list[OperatorInfo]:
+    """The stream-stream join operators of a checkpoint (by name, or by their four stores)."""
+    found = []
+    for op in ckpt.operators():
+        names = {s.store_name for s in op.stores}
+        if op.operator_name == JOIN_OPERATOR or {ROWS_STORE.format(side=s) for s in SIDES} <= names:
+            found.append(op)
+    return found
+
+
+def find_join_operator(ckpt: Checkpoint, operator_id: int = -1) -> OperatorInfo:
+    """``-1``: the only stream-stream join; otherwise that operator, which must be a join."""
+    joins = join_operators(ckpt)
+    listing = ", ".join(f"{op.operator_id} ({op.operator_name})" for op in ckpt.operators())
+    if operator_id == -1:
+        if not joins:
+            raise RunbookError(f"checkpoint {ckpt.root} has no stream-stream join "
+                               f"({JOIN_OPERATOR}) operator; its operators: {listing}")
+        if len(joins) > 1:
+            ids = ", ".join(str(op.operator_id) for op in joins)
+            raise RunbookError(f"checkpoint {ckpt.root} has {len(joins)} stream-stream joins "
+                               f"(operators {ids}): pass operator_id to choose one")
+        return joins[0]
+    operator = ckpt.operator(operator_id)
+    if operator not in joins:
+        valid = ", ".join(str(op.operator_id) for op in joins) or "none"
+        raise RunbookError(f"operator {operator_id} ({operator.operator_name}) is not a "
+                           f"stream-stream join; join operators: {valid}")
+    return operator
+
+
+def _watermark_column(value_schema) -> tuple[str | None, int | None]:
+    for f in value_schema.fields:
+        if WATERMARK_DELAY_KEY in (f.metadata or {}):
+            return f.name, int(f.metadata[WATERMARK_DELAY_KEY])
+    return None, None
+
+
+def _resolve_side(side: str, value_schema, time_column: str) -> JoinSide:
+    from pyspark.sql import types as T
+    columns = [f.name for f in value_schema.fields if f.name != "matched"]
+    types = {f.name: f.dataType for f in value_schema.fields}
+    wm_column, wm_delay = _watermark_column(value_schema)
+    stamps = [c for c in columns if isinstance(types[c], (T.TimestampType, T.TimestampNTZType))]
+    hint = (f"timestamp columns: {', '.join(stamps) or 'none'}"
+            + (f"; the watermark is on {wm_column}" if wm_column else ""))
+    source = "parameter"
+    if not time_column:
+        if wm_column is None:
+            raise RunbookError(f"the {side} side's state has no column carrying a watermark: pass "
+                               f"{side}_time_column ({hint})")
+        time_column, source = wm_column, "checkpoint"
+    if time_column not in columns:
+        raise RunbookError(f"{side}_time_column {time_column!r} is not in the {side} side's state "
+                           f"(columns: {', '.join(columns)}); {hint}")
+    if time_column not in stamps:
+        kind = types[time_column].simpleString()
+        raise RunbookError(f"{side}_time_column {time_column!r} is {kind}, not a timestamp; {hint}")
+    return JoinSide(side, time_column, source, wm_column, wm_delay, tuple(columns))
+
+
+def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str = "",
+                 right_time_column: str = "", lower_bound_seconds: float = 0.0,
+                 upper_bound_seconds: float = 0.0, batch_id: int = -1) -> JoinSpec:
+    """Validate the parameters against the checkpoint. Empty time columns are read from it: the
+    column of each side that carries the watermark (Spark records the delay on it)."""
+    operator = find_join_operator(ckpt, operator_id)
+    for name, value in (("lower_bound_seconds", lower_bound_seconds),
+                        ("upper_bound_seconds", upper_bound_seconds)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise RunbookError(f"{name}={value!r} is not a number of seconds")
+    if lower_bound_seconds + upper_bound_seconds < 0:
+        raise RunbookError(f"the time condition is empty: -lower_bound_seconds "
+                           f"({-lower_bound_seconds:g}) is above upper_bound_seconds "
+                           f"({upper_bound_seconds:g})")
+    batch = ckpt.resolve_batch(batch_id, operator.operator_id)
+    schemas = {s: read_state(ckpt, operator.operator_id, ROWS_STORE.format(side=s), batch).schema
+               for s in SIDES}
+    key_schema = schemas["left"]["key"].dataType
+    fields = tuple(f.name for f in key_schema.fields if f.name != "index")
+    types = tuple(key_schema[f].dataType for f in fields)
+    left = _resolve_side("left", schemas["left"]["value"].dataType, left_time_column)
+    right = _resolve_side("right", schemas["right"]["value"].dataType, right_time_column)
+    names = _key_names(ckpt, operator.operator_id, batch, fields, left.value_columns)
+    return JoinSpec(operator.operator_id, fields, types, names, left, right,
+                    float(lower_bound_seconds), float(upper_bound_seconds))
+
+
+def _key_names(ckpt: Checkpoint, operator_id: int, batch: int, fields: tuple,
+               columns: tuple) -> tuple:
+    """Name each key field after the left value column that equals it in a sample of rows (the
+    state key only says field0, field1, ...); None where no single column does."""
+    df = read_state(ckpt, operator_id, ROWS_STORE.format(side="left"), batch)
+    with spark_errors("sampling the left state to name the key columns"):
+        sample = df.select("key", "value").limit(50).collect()
+    if not sample:
+        return tuple([None] * len(fields))
+    names = []
+    for f in fields:
+        candidates = [c for c in columns if all(r["value"][c] == r["key"][f] for r in sample)]
+        names.append(candidates[0] if len(candidates) == 1 else None)
+    return tuple(names)
+
+
+def history_method(ckpt: Checkpoint) -> str:
+    """How the history is read: the change feed needs the HDFS-backed provider, or RocksDB with
+    changelog checkpointing; otherwise the retained batches are compared one by one."""
+    kind = ckpt.provider_kind
+    if kind == "hdfs" or (kind == "rocksdb" and ckpt.changelog_checkpointing):
+        return CHANGE_FEED
+    return RETAINED_BATCHES
+
+
+def method_reason(ckpt: Checkpoint, method: str) -> str:
+    kind = ckpt.provider_kind
+    if method == CHANGE_FEED:
+        why = ("the HDFS-backed provider writes a delta per batch" if kind == "hdfs" else
+               "RocksDB writes a changelog per batch (changelog checkpointing)")
+        return f"{CHANGE_FEED} (readChangeFeed): {why}"
+    why = ("RocksDB without changelog checkpointing has no change feed" if kind == "rocksdb" else
+           f"provider {ckpt.provider_class} is not known to have a change feed")
+    return f"{RETAINED_BATCHES}: {why}, so the state of every retained batch is read and compared"
+
+
+# -- the rows: history of both sides, one shape --------------------------------------------------
+def _side_rows(df, spec: JoinSpec, side: str, source: int, batch, is_delete):
+    """One side's rows in the common shape: key fields, slot index, side, source (0: the state of
+    the diagnosed batch, 1: history), batch, is_delete, event time (ms) and matched."""
+    from pyspark.sql import functions as F
+    time_col = spec.side(side).time_column
+    return df.select(*[F.col(f"key.{f}").alias(f"k_{f}") for f in spec.key_fields],
+                     F.col("key.index").alias("idx"),
+                     F.lit(side == "left").alias("is_left"), F.lit(source).alias("src"),
+                     (F.col(batch) if isinstance(batch, str) else F.lit(batch))
+                     .cast("long").alias("batch"),
+                     (F.lit(is_delete) if isinstance(is_delete, bool) else is_delete)
+                     .alias("is_delete"),
+                     F.unix_millis(F.col(f"value.{time_col}")).alias("t"),
+                     F.col("value.matched").alias("m"))
+
+
+def _change_feed(ckpt: Checkpoint, spec: JoinSpec, side: str, start: int, end: int):
+    from pyspark.sql import functions as F
+    df = read_state_changes(ckpt, spec.operator_id, ROWS_STORE.format(side=side), start, end)
+    return _side_rows(df, spec, side, 1, "batch_id", F.col("change_type") == "delete")
+
+
+def history_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
+    """Every row the classification reads, both sides, as one DataFrame: the history of batches
+    ``start..batch``. With the change feed: each side's feed (on top of the state of ``start`` when
+    older history is gone); otherwise the state of every one of those batches."""
+    from pyspark.sql import functions as F
+    frames = []
+    for side in SIDES:
+        store = ROWS_STORE.format(side=side)
+        if method == RETAINED_BATCHES:
+            every = union_over_batches(ckpt, spec.operator_id, store, list(range(start, batch + 1)),
+                                       [F.col("key"), F.col("value")])
+            frames.append(_side_rows(every, spec, side, 1, "batch_id", False))
+            continue
+        if start == 0:
+            frames.append(_change_feed(ckpt, spec, side, 0, batch))
+            continue
+        frames.append(_side_rows(read_state(ckpt, spec.operator_id, store, start), spec, side, 1,
+                                 start, False))
+        if start < batch:
+            frames.append(_change_feed(ckpt, spec, side, start + 1, batch))
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def state_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int):
+    """Both sides' rows in the state of ``batch`` (source 0), in the same shape."""
+    return reduce(lambda a, b: a.unionByName(b), [
+        _side_rows(read_state(ckpt, spec.operator_id, ROWS_STORE.format(side=s), batch), spec, s,
+                   0, batch, False) for s in SIDES])
+
+
+# -- classification ------------------------------------------------------------------------------
+UNDECIDED = "_undecided"  # both sides seen, and min/max event times cannot tell whether a pair fits
+
+
+def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
+    """Per join key and side, scalars only (a hash aggregation, cheap at any size): whether the
+    side is in the state at ``batch``, earliest and latest event time seen, matched, first batch
+    seen, and the batch that removed it.
+
+    A key's rows sit in slots 0..n-1 of ``keyWithIndexToValue``: Spark appends at slot n and, when
+    it evicts a row, moves the last row into the freed slot and deletes the last slot. So a key is
+    in the state exactly when slot 0 is, and slot 0's last change decides it; within one batch
+    Spark appends first and evicts at the end, so a delete in the same batch as an update is the
+    later change. With the retained batches, presence is read directly.
+    """
+    from pyspark.sql import functions as F
+    kept = ~F.col("is_delete")
+    slot0 = F.col("idx") == 0
+    aggs = []
+    for p, on in (("l", F.col("is_left")), ("r", ~F.col("is_left"))):
+        if method == CHANGE_FEED:
+            aggs += [F.max(F.when(on & slot0 & kept, F.col("batch"))).alias(f"{p}_put0"),
+                     F.max(F.when(on & slot0 & F.col("is_delete"), F.col("batch")))
+                     .alias(f"{p}_gone")]
+        else:
+            aggs += [F.max(F.when(on & (F.col("batch") == batch), True)).alias(f"{p}_present"),
+                     (F.max(F.when(on, F.col("batch"))) + 1).alias(f"{p}_gone")]
+        aggs += [
+            F.max(F.when(on & kept, True)).alias(f"{p}_seen"),
+            F.min(F.when(on & kept, F.col("t"))).alias(f"{p}_tmin"),
+            F.max(F.when(on & kept, F.col("t"))).alias(f"{p}_tmax"),
+            F.max(F.when(on, F.col("m"))).alias(f"{p}_matched"),
+            F.min(F.when(on & kept, F.col("batch"))).alias(f"{p}_first"),
+            F.min(F.when(on & F.col("m"), F.col("batch"))).alias(f"{p}_first_matched"),
+        ]
+    agg = rows.groupBy(*[f"k_{f}" for f in spec.key_fields]).agg(*aggs)
+    if method == CHANGE_FEED:
+        for p in ("l", "r"):
+            present = F.col(f"{p}_put0").isNotNull() & (
+                F.col(f"{p}_gone").isNull() | (F.col(f"{p}_put0") > F.col(f"{p}_gone")))
+            agg = agg.withColumn(f"{p}_present", present).drop(f"{p}_put0")
+    for p in ("l", "r"):
+        for flag in ("present", "seen"):
+            agg = agg.withColumn(f"{p}_{flag}", F.coalesce(f"{p}_{flag}", F.lit(False)))
+    return agg
+
+
+def _with_category(agg, spec: JoinSpec, batch: int, exact_pair: str | None = None):
+    """The category of each key (see ``CATEGORIES``), decided in this order."""
+    from pyspark.sql import functions as F
+    lower_ms = int(round(spec.lower_bound_seconds * 1000))
+    upper_ms = int(round(spec.upper_bound_seconds * 1000))
+    for p in ("l", "r"):  # removed: seen, not there now: the batch whose watermark removed it
+        agg = agg.withColumn(f"{p}_removed", F.when(~F.col(f"{p}_present") & F.col(f"{p}_seen"),
+                                                    F.col(f"{p}_gone")))
+    l_seen, r_seen = F.col("l_seen"), F.col("r_seen")
+    both = l_seen & r_seen
+    # left time - right time over all pairs lies in [gap_min, gap_max]; the condition allows
+    # [-lower, +upper]. Disjoint: no pair fits. One time per side: the gap is exact.
+    gap_min, gap_max = F.col("l_tmin") - F.col("r_tmax"), F.col("l_tmax") - F.col("r_tmin")
+    disjoint = (gap_max < -lower_ms) | (gap_min > upper_ms)
+    single = (F.col("l_tmin") == F.col("l_tmax")) & (F.col("r_tmin") == F.col("r_tmax"))
+    pair_fits = F.when(disjoint, False).when(single, True)
+    if exact_pair:
+        pair_fits = pair_fits.otherwise(F.col(exact_pair))
+    never = F.lit(batch + 1)
+    together = ((F.coalesce("l_removed", never) > F.coalesce("r_first", never))
+                & (F.coalesce("r_removed", never) > F.coalesce("l_first", never)))
+    matched = F.coalesce("l_matched", F.lit(False)) | F.coalesce("r_matched", F.lit(False))
+    category = (F.when(matched, "joined")
+                .when(~l_seen & ~r_seen, "never_seen")
+                .when(both & pair_fits.isNull(), UNDECIDED)
+                .when(both & ~pair_fits, "outside_time_bounds")
+                .when(both & together, "unmatched_within_bounds")
+                .when(both, "evicted_by_watermark")
+                .when(F.col("l_present"), "waiting_for_right")
+                .when(F.col("r_present"), "waiting_for_left")
+                .otherwise("evicted_by_watermark"))
+    return agg.withColumn("category", category)
+
+
+def _exact_pairs(rows, spec: JoinSpec):
+    """For the keys in ``rows``: whether some (left, right) pair satisfies the time condition,
+    checked pair by pair on each key's distinct event times."""
+    from pyspark.sql import functions as F
+    lower_ms = int(round(spec.lower_bound_seconds * 1000))
+    upper_ms = int(round(spec.upper_bound_seconds * 1000))
+    kept = ~F.col("is_delete")
+    times = rows.groupBy(*[f"k_{f}" for f in spec.key_fields]).agg(
+        F.collect_set(F.when(F.col("is_left") & kept, F.col("t"))).alias("lt"),
+        F.collect_set(F.when(~F.col("is_left") & kept, F.col("t"))).alias("rt"))
+    fits = F.exists("lt", lambda lt: F.exists(
+        "rt", lambda rt: (lt >= rt - lower_ms) & (lt <= rt + upper_ms)))
+    return times.select(*[f"k_{f}" for f in spec.key_fields], fits.alias("pair_fits"))
+
+
+def _decide_pairs(rows, agg, per_key, spec: JoinSpec, batch: int):
+    """``per_key`` with the undecided keys decided by the exact pair check."""
+    from pyspark.sql import functions as F
+    keys = [f"k_{f}" for f in spec.key_fields]
+    undecided = per_key.where(F.col("category") == UNDECIDED).select(*keys)
+    pairs = _exact_pairs(rows.join(undecided, keys, "left_semi"), spec)
+    return _with_category(agg.join(pairs, keys, "left"), spec, batch, "pair_fits")
+
+
+def classify(rows, spec: JoinSpec, batch: int, method: str, action: str = "classifying"):
+    """``(per_key, counts)``: one row per key with its evidence columns and category, and the
+    number of keys per category. Min/max event times decide almost every key; the few keys with
+    several event times on both sides that they cannot decide get the exact pair check.
+
+    ``per_key`` is not cached: the lookups that follow (examples, keys asked about) are rare and
+    cheaper to recompute than caching every key is to write."""
+    agg = _aggregate(rows, spec, batch, method)
+    per_key = _with_category(agg, spec, batch)
+    counts = _count(per_key, action)
+    if counts.get(UNDECIDED):
+        per_key = _decide_pairs(rows, agg, per_key, spec, batch)
+        counts = _count(per_key, action)
+    return per_key, {c: counts.get(c, 0) for c in CATEGORIES}
+
+
+def classify_rows(rows, spec: JoinSpec, batch: int, method: str) -> list:
+    """The classified keys of a small ``rows`` (a few keys), collected: one job, rarely two."""
+    agg = _aggregate(rows, spec, batch, method)
+    per_key = _with_category(agg, spec, batch)
+    collected = per_key.collect()
+    if any(r["category"] == UNDECIDED for r in collected):
+        collected = _decide_pairs(rows, agg, per_key, spec, batch).collect()
+    return collected
+
+
+def _count(per_key, action: str) -> dict:
+    with spark_errors(action):
+        return {r["category"]: int(r["count"])
+                for r in per_key.groupBy("category").count().collect()}
+
+
+# -- results ------------------------------------------------------------------------------------
+@dataclass
+class Verdict:
+    """One key's category and the evidence for it (JSON-ready)."""
+    key: object  # a string for a single-column key, else a list of the key's values
+    category: str
+    evidence: dict
+
+    def to_dict(self) -> dict:
+        return {"key": self.key, "category": self.category, "evidence": self.evidence}
+
+
+@dataclass
+class Diagnosis:
+    """Every key of a join classified at one batch; verdicts with evidence for the keys asked."""
+    checkpoint: Checkpoint
+    spec: JoinSpec
+    batch_id: int
+    method: str
+    history_start: int  # the first batch whose changes the history covers
+    watermark_ms: int  # the watermark batch ``batch_id`` applied (its offsets entry)
+    next_watermark_ms: int | None  # the one it committed for the next batch (its commit)
+    rows: object  # pyspark DataFrame: history_rows (what the classification reads)
+    per_key: object  # pyspark DataFrame: one row per key with its category
+    counts: dict = field(default_factory=dict)  # category -> keys found in the state's history
+    _watermarks: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def total_keys(self) -> int:
+        return sum(self.counts.values())
+
+    def watermark_at(self, batch: int) -> int | None:
+        """The watermark a batch applied (from its offsets entry)."""
+        if batch not in self._watermarks:
+            try:
+                self._watermarks[batch] = self.checkpoint.offsets(batch).watermark_ms
+            except RunbookError:
+                self._watermarks[batch] = None
+        return self._watermarks[batch]
+
+    # -- keys ------------------------------------------------------------------------------------
+    def _normalize(self, item) -> tuple:
+        """A key from ``ids_to_verify`` as a tuple of Python values of the key's types."""
+        n = len(self.spec.key_fields)
+        values = list(item) if isinstance(item, (list, tuple)) else [item]
+        if len(values) != n:
+            shape = ("a single value" if n == 1 else
+                     f"a list of {n} values, {self.spec.key_label()}")
+            raise RunbookError(f"ids_to_verify item {item!r} does not fit the join key "
+                               f"{self.spec.key_label()}: give each item as {shape}")
+        return tuple(_coerce(v, t, item) for v, t in zip(values, self.spec.key_types))
+
+    def _key_out(self, values: tuple):
+        if len(values) == 1:
+            return str(values[0])
+        return [v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
+                for v in values]
+
+    def verdicts(self, ids: list) -> list[Verdict]:
+        """Verdicts for the given keys, in the order given (a key not in the state: never_seen)."""
+        if not isinstance(ids, (list, tuple)):
+            raise RunbookError(f"ids_to_verify must be a list of join key values, got {ids!r}")
+        wanted = list(dict.fromkeys(self._normalize(i) for i in ids))
+        found = self._evidence(wanted)
+        return [found.get(key) or self._verdict(key, None, []) for key in wanted]
+
+    def examples(self, per_category: int = 3) -> list[Verdict]:
+        """Up to ``per_category`` keys of each category found, the oldest first (then by key)."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+        if per_category <= 0:
+            return []
+        cols = [f"k_{f}" for f in self.spec.key_fields]
+        first = F.least(F.coalesce("l_first", F.lit(self.batch_id)),
+                        F.coalesce("r_first", F.lit(self.batch_id)))
+        ranked = self.per_key.withColumn("_first", first).withColumn(
+            "_n", F.row_number().over(Window.partitionBy("category").orderBy("_first", *cols)))
+        with spark_errors("choosing example keys"):
+            picked = ranked.where(F.col("_n") <= per_category).select(
+                "category", "_n", *cols).collect()
+        order = list(CATEGORIES)
+        picked.sort(key=lambda r: (order.index(r["category"]), r["_n"]))
+        keys = [tuple(r[c] for c in cols) for r in picked]
+        found = self._evidence(keys)
+        return [found[k] for k in keys]
+
+    # -- evidence --------------------------------------------------------------------------------
+    def _evidence(self, keys: list[tuple]) -> dict:
+        """Verdicts of the keys found in the state's history: their history rows classified the
+        same way as every key, and their rows in the state of the diagnosed batch."""
+        from pyspark.sql import functions as F
+        if not keys:
+            return {}
+        cols = [f"k_{f}" for f in self.spec.key_fields]
+        match = reduce(lambda a, b: a | b, [
+            reduce(lambda x, y: x & y, [F.col(c) == F.lit(v) for c, v in zip(cols, key)])
+            for key in keys])
+        with spark_errors("reading the rows of the keys shown"):
+            history = self.rows.where(match).collect()
+            if not history:
+                return {}
+            if self.method == RETAINED_BATCHES:
+                now = [r for r in history if r["batch"] == self.batch_id]
+            else:
+                now = state_rows(self.checkpoint, self.spec, self.batch_id).where(match).collect()
+        sub = self.checkpoint.spark.createDataFrame(history, self.rows.schema)
+        with spark_errors("classifying the keys shown"):
+            classified = classify_rows(sub, self.spec, self.batch_id, self.method)
+
+        def of(rows, key):
+            return [r for r in rows if tuple(r[c] for c in cols) == key]
+
+        verdicts = {}
+        for agg in classified:
+            key = tuple(agg[c] for c in cols)
+            verdicts[key] = self._verdict(key, agg, of(history, key), of(now, key))
+        return verdicts
+
+    def _side_evidence(self, agg, history: list, now: list, p: str) -> dict:
+        is_left = p == "l"
+        seen = [r for r in history if r["is_left"] == is_left and not r["is_delete"]]
+        here = [r for r in now if r["is_left"] == is_left]
+        removed = agg[f"{p}_removed"] if agg is not None else None
+        return {
+            "rows_now": len(here),
+            "times": [_iso(t) for t in sorted({r["t"] for r in seen})],
+            "matched": bool(agg[f"{p}_matched"]) if agg is not None else False,
+            "first_batch": agg[f"{p}_first"] if agg is not None else None,
+            "removed_batch": removed,
+            "removed_at_watermark": _iso(self.watermark_at(removed)) if removed is not None
+            else None,
+            "_times_now": sorted(r["t"] for r in here),
+            "_present": bool(agg[f"{p}_present"]) if agg is not None else False,
+        }
+
+    def _verdict(self, key: tuple, agg, history: list, now: list | None = None) -> Verdict:
+        spec = self.spec
+        now = now or []
+        category = agg["category"] if agg is not None else "never_seen"
+        left = self._side_evidence(agg, history, now, "l")
+        right = self._side_evidence(agg, history, now, "r")
+        evidence = {"batch_id": self.batch_id, "watermark": _iso(self.watermark_ms),
+                    "next_watermark": _iso(self.next_watermark_ms),
+                    "batches": f"{self.history_start}..{self.batch_id}", "method": self.method,
+                    "left": left, "right": right}
+        for name, side in (("left", left), ("right", right)):
+            if side["_present"] != bool(side["rows_now"]):
+                evidence["warning"] = (f"the history says the {name} side is "
+                                       f"{'' if side['_present'] else 'not '}in the state of batch "
+                                       f"{self.batch_id}, the state itself says otherwise")
+        left_ms = sorted({r["t"] for r in history if r["is_left"] and not r["is_delete"]})
+        right_ms = sorted({r["t"] for r in history if not r["is_left"] and not r["is_delete"]})
+        if left_ms and right_ms:
+            gap, beyond = closest_pair(left_ms, right_ms, spec.lower_bound_seconds,
+                                       spec.upper_bound_seconds)
+            evidence.update({"gap_seconds": gap,
+                             "allowed_gap_seconds": [-spec.lower_bound_seconds,
+                                                     spec.upper_bound_seconds],
+                             "beyond_bound_seconds": beyond})
+        if category == "joined":
+            batches = [agg[c] for c in ("l_first_matched", "r_first_matched") if agg[c] is not None]
+            evidence["matched_in_batch"] = min(batches) if batches else None
+        if category in ("waiting_for_right", "waiting_for_left") and (
+                (left if category == "waiting_for_right" else right)["_times_now"]):
+            side, bound = ((left, spec.lower_bound_seconds) if category == "waiting_for_right"
+                           else (right, spec.upper_bound_seconds))
+            # Spark evicts a row once the watermark passes its time plus the bound that lets the
+            # other side's future rows (all later than the watermark) still match it.
+            expiry = max(side["_times_now"]) + int(round(bound * 1000))
+            evidence["expires_when_watermark_passes"] = _iso(expiry)
+            evidence["evicted_by_next_batch"] = (self.next_watermark_ms is not None
+                                                 and self.next_watermark_ms > expiry)
+        for s in (left, right):
+            s.pop("_times_now")
+            s.pop("_present")
+        return Verdict(self._key_out(key), category, evidence)
+
+    def explain(self, verdict: Verdict) -> str:
+        """A few sentences a person can read, from the evidence alone."""
+        return explain(verdict, self.spec)
+
+
+def diagnose(ckpt: Checkpoint, spec: JoinSpec, batch_id: int = -1, method: str = "auto",
+             history_start: int | None = None) -> Diagnosis:
+    """Classify every key of the join ``spec`` (from ``resolve_join``) at a batch (-1: the last
+    committed one).
+
+    ``method``: ``auto`` (the change feed where the provider has one, else the retained batches)
+    or one of ``METHODS``. ``history_start``: the first batch of history to read (default: the
+    oldest retained batch); a later one reads less and sees less.
+    """
+    batch = ckpt.resolve_batch(batch_id, spec.operator_id)
+    if method == "auto":
+        method = history_method(ckpt)
+    elif method not in METHODS:
+        raise RunbookError(f"method {method!r} is not known: use 'auto' or one of "
+                           f"{', '.join(METHODS)}")
+    oldest, _ = ckpt.retained_batch_range(spec.operator_id)
+    start = oldest if history_start is None else history_start
+    if not oldest <= start <= batch:
+        raise RunbookError(f"history_start {start} is outside {oldest}..{batch}: the retained "
+                           f"batches up to the diagnosed one")
+    rows = history_rows(ckpt, spec, batch, method, start)
+    per_key, counts = classify(rows, spec, batch, method, f"classifying the join keys of operator "
+                               f"{spec.operator_id} at batch {batch}")
+    return Diagnosis(ckpt, spec, batch, method, start, ckpt.offsets(batch).watermark_ms,
+                     ckpt.next_watermark_ms(batch), rows, per_key, counts)
+
+
+# -- pure helpers (no Spark) ----------------------------------------------------------------------
+def closest_pair(left_ms: list[int], right_ms: list[int], lower: float, upper: float
+                 ) -> tuple[float, float]:
+    """The pair whose gap (left time - right time, seconds) is closest to the allowed range
+    ``[-lower, +upper]``: ``(gap, seconds beyond the nearest bound)``; 0 beyond means it fits."""
+    best = None
+    for lt in left_ms:
+        for rt in right_ms:
+            gap = (lt - rt) / 1000
+            beyond = max(-lower - gap, gap - upper, 0.0)
+            if best is None or (beyond, abs(gap)) < (best[1], abs(best[0])):
+                best = (gap, beyond)
+    return (round(best[0], 3), round(best[1], 3)) if best else (None, None)
+
+
+def explain(verdict: Verdict, spec: JoinSpec) -> str:
+    """A few sentences explaining a verdict, from its evidence alone."""
+    e, cat = verdict.evidence, verdict.category
+    key = (verdict.key if isinstance(verdict.key, str)
+           else "(" + ", ".join(map(str, verdict.key)) + ")")
+    sides = {"left": (e["left"], spec.left.time_column),
+             "right": (e["right"], spec.right.time_column)}
+
+    def row(name: str) -> str:
+        side, column = sides[name]
+        where = ("in the state" if side["rows_now"] else
+                 f"evicted in batch {side['removed_batch']}, whose watermark was "
+                 f"{side['removed_at_watermark']}")
+        plural = "rows" if len(side["times"]) > 1 else "row"
+        return f"the {name} {plural} ({column} {', '.join(side['times'])}, {where})"
+
+    def gap() -> str:
+        lo, hi = e["allowed_gap_seconds"]
+        return (f"{spec.left.time_column} - {spec.right.time_column} = {e['gap_seconds']:+g} s, "
+                f"allowed {lo:+g} s to {hi:+g} s")
+
+    head = f"{key}: {cat}."
+    if cat == "joined":
+        when = f" in batch {e['matched_in_batch']}" if e.get("matched_in_batch") is not None else ""
+        pair = f" ({gap()})" if e.get("gap_seconds") is not None else ""
+        met = " and ".join(row(n) for n in ("left", "right") if sides[n][0]["times"])
+        return (f"{head} {_cap(met)}: Spark marked them matched{when}{pair}, so the join emitted "
+                "the pair.")
+    if cat in ("waiting_for_right", "waiting_for_left"):
+        here, other = ("left", "right") if cat == "waiting_for_right" else ("right", "left")
+        soon = (f" The next batch evicts it: it applies the watermark {e['next_watermark']}."
+                if e.get("evicted_by_next_batch") else "")
+        text = (f"{head} {_cap(row(here))}, unmatched; no {other} row with this key reached the "
+                f"state in batches {e['batches']}.")
+        if "expires_when_watermark_passes" in e:
+            text += (f" A {other} row still joins if its {sides[other][1]} fits the time condition "
+                     f"and it arrives before the watermark (batch {e['batch_id']}: "
+                     f"{e['watermark']}) passes {e['expires_when_watermark_passes']}, when Spark "
+                     f"evicts the {here} row.{soon}")
+        return text
+    outer = (" In a left outer join, Spark emitted the left row with nulls for the right side "
+             "when it evicted it." if e["left"]["removed_batch"] is not None else "")
+    if cat == "outside_time_bounds":
+        return (f"{head} Both sides reached the state: {row('left')}; {row('right')}. The closest "
+                f"pair is {e['beyond_bound_seconds']:g} s outside the time condition ({gap()}), "
+                f"so Spark never matched them.{outer}")
+    if cat == "evicted_by_watermark":
+        parts = []
+        for name in ("left", "right"):
+            side, column = sides[name]
+            if side["removed_batch"] is not None:
+                parts.append(f"{row(name)} waited unmatched until the watermark removed it")
+            elif side["times"]:
+                parts.append(f"the {name} row ({column} {', '.join(side['times'])}) arrived in "
+                             f"batch {side['first_batch']}, after that")
+        never = [n for n in ("left", "right") if not sides[n][0]["times"]]
+        tail = f"; no {never[0]} row with this key reached the state" if never else ""
+        return f"{head} {_cap('; '.join(parts))}{tail}.{outer}"
+    if cat == "unmatched_within_bounds":
+        return (f"{head} Both sides were in the state together and a pair fits the bounds given "
+                f"({gap()}), yet Spark did not mark them matched: the query's condition is more "
+                "than the key and these bounds (another predicate, or other bounds).")
+    return (f"{head} Neither side reached the join's state in batches {e['batches']}: the rows "
+            "were filtered before the join, dropped as late (behind the watermark when they "
+            "arrived), carry a different key, or were never sent.")
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def counts_lines(diagnosis: Diagnosis) -> list[str]:
+    total = diagnosis.total_keys
+    lines = [f"{total:,} join keys in the state history of batches {diagnosis.history_start}.."
+             f"{diagnosis.batch_id} ({diagnosis.method}):"]
+    for category, n in diagnosis.counts.items():
+        if category == "never_seen":
+            continue
+        lines.append(f"  {category:<24} {n:>8,}  {CATEGORIES[category]}")
+    return lines
+
+
+def verdicts_table(verdicts: list[Verdict], spec: JoinSpec):
+    """The per-key table: key, category, each side's rows and times, the gap, removals."""
+    import pandas as pd
+
+    def side(s: dict) -> str:
+        if not s["times"]:
+            return "-"
+        flag = " matched" if s["matched"] else ""
+        where = (f"{s['rows_now']} now" if s["rows_now"] else f"evicted b{s['removed_batch']}")
+        return f"{', '.join(t[11:] for t in s['times'])} ({where}{flag})"
+
+    return pd.DataFrame([{
+        "key": v.key if isinstance(v.key, str) else tuple(v.key),
+        "category": v.category,
+        f"left {spec.left.time_column}": side(v.evidence["left"]),
+        f"right {spec.right.time_column}": side(v.evidence["right"]),
+        "gap_s": ("-" if v.evidence.get("gap_seconds") is None
+                  else f"{v.evidence['gap_seconds']:+g}"),
+    } for v in verdicts])
+
+
+def summarize(summary, diagnosis: Diagnosis, verdicts: list[Verdict]) -> None:
+    """Fill the summary: the common keys of this runbook and one finding per kind of mismatch."""
+    counts = dict(diagnosis.counts)
+    counts["never_seen"] = sum(v.category == "never_seen" for v in verdicts)
+    advice = {
+        "evicted_by_watermark": ("warning", "keys waited for the other side until the watermark "
+                                 "evicted them: widen the watermark delay or the time range, or "
+                                 "check the other side's source"),
+        "outside_time_bounds": ("warning", "keys have both sides but too far apart in time: widen "
+                                "the time range if the data is right"),
+        "unmatched_within_bounds": ("warning", "keys have both sides within the bounds given but "
+                                    "were not matched: check the join condition"),
+        "never_seen": ("warning", "keys asked about never reached the join state: check the "
+                       "upstream filter, late data and the key's format"),
+        "waiting_for_right": ("info", "keys wait for a right row"),
+        "waiting_for_left": ("info", "keys wait for a left row"),
+    }
+    for category, (severity, text) in advice.items():
+        if counts.get(category):
+            summary.add_finding(severity, category, f"{counts[category]:,} {text} "
+                                "(runbooks/join-missing-rows.md)")
+    summary.details.update({
+        "batch_id": diagnosis.batch_id,
+        "operator_id": diagnosis.spec.operator_id,
+        "method": diagnosis.method,
+        "categories": counts,
+        "verdicts": [v.to_dict() for v in verdicts],
+    })
+
+
+def _coerce(value, dtype, item):
+    from pyspark.sql import types as T
+    try:
+        if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+            if isinstance(value, float) and not value.is_integer():
+                raise ValueError(value)
+            return int(value)
+        if isinstance(dtype, (T.FloatType, T.DoubleType)):
+            return float(value)
+        if isinstance(dtype, T.BooleanType):
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                return value.lower() == "true"
+            if isinstance(value, bool):
+                return value
+            raise ValueError(value)
+        if isinstance(dtype, T.StringType):
+            return str(value)
+    except (TypeError, ValueError):
+        raise RunbookError(f"ids_to_verify item {item!r}: {value!r} is not a "
+                           f"{dtype.simpleString()}, the type of the join key") from None
+    raise RunbookError(f"ids_to_verify: join keys of type {dtype.simpleString()} are not supported "
+                       "(string, integer, floating point and boolean keys are)")
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    stamp = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    text = stamp.strftime("%Y-%m-%d %H:%M:%S")
+    return text + f".{ms % 1000:03d}" if ms % 1000 else text
+
+
+def _secs(seconds: float) -> str:
+    return f"INTERVAL {seconds:g} SECONDS"

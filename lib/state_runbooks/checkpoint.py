@@ -1,8 +1,8 @@
 """Read a Structured Streaming checkpoint: its logs, its operators and stores, its state files.
 
-Everything goes through :class:`~state_runbooks.hadoop_fs.HadoopFS` (Hadoop's FileSystem API in the
-Spark JVM) and Spark's own ``state-metadata`` data source, so it works on any file system Spark can
-reach. Bad input raises :class:`~state_runbooks.errors.RunbookError` with one line saying what to do.
+Everything goes through :func:`~state_runbooks.file_access.open_fs` (Hadoop's FileSystem API in
+the Spark JVM, or DataFrame reads on Spark Connect) and Spark's own ``state-metadata`` data source,
+so it works on any file system Spark can reach. Bad input raises :class:`~state_runbooks.errors.RunbookError` with one line saying what to do.
 
 Layout (Spark 4.x)::
 
@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from .errors import RunbookError, spark_errors
-from .hadoop_fs import HadoopFS
+from .file_access import open_fs
 from .runtime import (CHANGELOG_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN, MIN_BATCHES_TO_RETAIN_CONF,
                       PROVIDER_CONF, OSS_HDFS_PROVIDER, provider_kind)
 
@@ -95,7 +95,7 @@ class _Layout:
     stores: dict = field(default_factory=dict)  # operator -> set of store names on disk
 
 
-def _batch_ids(fs: HadoopFS, folder: str) -> list[int]:
+def _batch_ids(fs, folder: str) -> list[int]:
     return sorted(int(e.name) for e in fs.list(folder) if not e.is_dir and e.name.isdigit())
 
 
@@ -121,7 +121,7 @@ class Checkpoint:
             raise RunbookError("checkpoint_path is empty: pass the root folder of a streaming "
                                "checkpoint (the checkpointLocation of the query)")
         self.spark = spark
-        self.fs = HadoopFS(spark, str(path).strip())
+        self.fs = open_fs(spark, str(path).strip())
         self.root = self.fs.root
         self._validate_root(require_state)
 
@@ -155,7 +155,7 @@ class Checkpoint:
                 continue
             candidate = "/".join(parts[:-depth])
             try:
-                above = HadoopFS(self.spark, candidate)
+                above = open_fs(self.spark, candidate)
             except RunbookError:
                 return None
             if above.exists("metadata") and above.is_dir("offsets"):

@@ -23,6 +23,15 @@ def _log4j_config() -> str:
     return str(resources.files("state_runbooks") / "resources" / "log4j2.properties")
 
 
+def is_connect(spark) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM on this side: no ``sparkContext``)."""
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError:  # the Connect client's packages are not installed: not a Connect session
+        return False
+    return isinstance(spark, ConnectSession)
+
+
 def get_spark(spark_master: str = "", app_name: str = "state-runbooks"):
     """Return the active SparkSession, or build one on ``spark_master`` (default ``local[2]``).
 

@@ -42,7 +42,7 @@ from functools import reduce
 
 from .checkpoint import _STATE_FILE, Checkpoint, StateFile, _ranges
 from .errors import RunbookError, first_line, spark_errors
-from .hadoop_fs import FileEntry, HadoopFS
+from .file_access import FileEntry, open_fs
 from .state_reader import read_state
 
 MODES = ("diagnose", "rollback", "undo")
@@ -53,12 +53,15 @@ JOURNAL_NAME = "journal.json"
 SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 SNAPSHOT_KINDS = ("snapshot", "zip")  # a full copy of a version
 INCREMENTAL_KINDS = ("delta", "changelog")  # the changes of one version
+INCREMENTAL_KINDS_SUFFIXES = tuple(f".{kind}" for kind in INCREMENTAL_KINDS)
 # Files a restarted query may write again in place: backed up by every rollback so undo can restore
 # them (state files, offsets and commits are never rewritten in place by Spark).
 _METADATA_FILE = re.compile(r"^(metadata|sources/.*|state/\d+/_metadata/.*"
                             r"|state/\d+/\d+/(.+/)?_metadata/.*)$")
 _CRC_HEADER_BYTES = 8  # "crc\0" and the bytes per checksum
 _DEFAULT_BYTES_PER_CHECKSUM = 512
+
+FS = object  # a file access object of file_access.open_fs: HadoopFS or ConnectFS
 
 FAULTS = ("truncate_latest", "garbage_latest", "delete_latest", "break_middle", "drop_partition",
           "drop_operator_metadata", "uncommitted_batch")
@@ -79,19 +82,32 @@ class Problem:
 
 @dataclass
 class LoadResult:
-    """The ``statestore`` reader on one store at one batch."""
+    """Spark's ``statestore`` reader on one unit (a store, a join side, a state variable) at one
+    batch."""
     operator_id: int
-    store_name: str
+    store_name: str  # the unit's label: a store name, a join side or a state variable
     batch_id: int
     ok: bool
     rows: int | None = None
     error_class: str | None = None
     message: str = ""
     path: str | None = None  # the file at fault, when known
+    partitions: tuple[int, ...] = ()  # the partitions Spark's error names, when it names any
 
     @property
     def label(self) -> str:
         return f"{self.operator_id}/{self.store_name}"
+
+    @property
+    def damaged(self) -> bool:
+        """The load failed inside Spark's own store code: evidence that files are broken."""
+        return not self.ok and is_store_load_failure(self.error_class)
+
+    @property
+    def reader_limit(self) -> bool:
+        """The load failed for a reason of the reader (an option, a schema it cannot read):
+        nothing is known about the files."""
+        return not self.ok and not self.damaged
 
 
 @dataclass
@@ -133,7 +149,20 @@ class Diagnosis:
 
     @property
     def nothing_broken(self) -> bool:
-        return not self.problems and self.last_good_batch_id == self.last_committed_batch_id
+        return (not self.problems and not self.reader_limits
+                and self.last_good_batch_id == self.last_committed_batch_id)
+
+    @property
+    def reader_limits(self) -> list[LoadResult]:
+        """Units Spark's reader cannot read at all (not evidence of damage)."""
+        return [r for r in self.load_test if r.reader_limit]
+
+    @property
+    def state_does_not_load(self) -> bool:
+        """Evidence that a restart cannot load the state of the last committed batch: Spark's
+        store code failed on it, or a file its provider needs is missing or damaged."""
+        c = self.last_committed_batch_id
+        return bool(self.operators) and c is not None and self.last_good_batch_id != c
 
     def broken(self) -> list[dict]:
         return [p.summary() for p in self.problems]
@@ -142,6 +171,19 @@ class Diagnosis:
         c, g = self.last_committed_batch_id, self.last_good_batch_id
         if c is None:
             return "no batch was committed yet: there is no state to recover"
+        if not self.operators:
+            logs = ("the offsets and commits logs are sound" if not self.problems else
+                    f"{len(self.problems)} problem(s) in the logs (see the list)")
+            return f"no stateful operator: there is no state to load; {logs}"
+        if self.reader_limits and not self.state_does_not_load:
+            units = ", ".join(f"{r.label} ({r.error_class or 'error'})" for r in self.reader_limits)
+            files = ("every file the pinned provider needs is there" +
+                     (" and matches its .crc sidecar" if self.sidecars_checked else "")
+                     if not self.problems else f"{len(self.problems)} problem(s) in the files "
+                     "(see the list)")
+            return (f"unknown: Spark's reader cannot read {units}, so no load can show whether "
+                    f"that state is sound; here is what the files say: {files}. This is not "
+                    "evidence of damage: nothing is planned")
         if self.nothing_broken:
             return f"nothing is broken: the state loads at the last committed batch {c}"
         if g == c:
@@ -190,7 +232,7 @@ def _folder(op: int, partition: int, store: str) -> str:
     return base if store == "default" else f"{base}/{store}"
 
 
-def _read_zip_ssts(raw: HadoopFS, zip_rel: str) -> list[tuple[str, int]] | None:
+def _read_zip_ssts(raw: FS, zip_rel: str) -> list[tuple[str, int]] | None:
     """SST files (name, size) a RocksDB ``<v>.zip`` lists in its ``metadata``; None: unreadable."""
     try:
         with zipfile.ZipFile(io.BytesIO(raw.read_bytes(zip_rel))) as archive:
@@ -221,6 +263,7 @@ class _Structure:
         # (op, store, partition) -> version -> list of files needed to load it
         self.chains: dict[tuple, dict[int, list[str]]] = {}
         self.missing_partitions: dict[int, list[int]] = {}
+        self.partitions: dict[int, list[int]] = {}  # operator -> the partitions that hold state
         self._check_logs()
         self._check_state()
         self._check_files()
@@ -256,23 +299,28 @@ class _Structure:
         for f in ckpt.state_files():
             files_by_key.setdefault((f.operator_id, f.store_name, f.partition_id), []).append(f)
         top = None if self.last_committed is None else self.last_committed + 1
-        for op in ckpt.operators():
+        for op in operators_of(ckpt):
             expected = max([op.num_partitions] + ([int(pinned)] if pinned else []))
             metadata = f"state/{op.operator_id}/_metadata/metadata"
-            if metadata not in self.inventory:
+            if not any(rel == metadata or rel.startswith(f"state/{op.operator_id}/_metadata/v")
+                       for rel in self.inventory):
                 self.add(metadata, "operator metadata missing: Spark's state-metadata source then "
                          "lists no operator of this checkpoint at all (the next batch writes it "
                          "again)")
-            missing_parts = [p for p in range(expected)
-                             if not self.raw.is_dir(f"state/{op.operator_id}/{p}")]
+            holding = state_partitions(ckpt, op.operator_id, expected)
+            self.partitions[op.operator_id] = holding
+            on_disk = {int(rel.split("/")[2]) for rel in self.inventory
+                       if rel.startswith(f"state/{op.operator_id}/")
+                       and rel.split("/")[2].isdigit()}
+            missing_parts = [p for p in holding if p not in on_disk]
             self.missing_partitions[op.operator_id] = missing_parts
             for p in missing_parts:
                 self.add(f"state/{op.operator_id}/{p}", f"partition directory missing: operator "
-                         f"{op.operator_id} has {expected} partitions (pinned "
+                         f"{op.operator_id} keeps state in {len(holding)} partitions (pinned "
                          f"{SHUFFLE_PARTITIONS_CONF}={pinned or expected})", 0)
             lows, highs = [], []
             for store in op.stores:
-                for p in range(expected):
+                for p in holding:
                     key = (op.operator_id, store.store_name, p)
                     files = files_by_key.get(key, [])
                     if p in missing_parts:
@@ -378,7 +426,7 @@ class _Structure:
                 self.add(rel, complaint, batch)
 
     def _sidecar_complaint(self, rel: str, entry: FileEntry, sidecar: FileEntry,
-                           checked_fs: HadoopFS) -> str | None:
+                           checked_fs: FS) -> str | None:
         per_sum = _DEFAULT_BYTES_PER_CHECKSUM
         sums = (sidecar.size - _CRC_HEADER_BYTES) // 4
         if sums != math.ceil(entry.size / per_sum):
@@ -410,6 +458,12 @@ class _Structure:
                     return False, f"{rel} is damaged"
         return True, ""
 
+    def on_disk(self, unit) -> list[int]:
+        """The partition folders of a unit's store on disk (the reader's tasks, in order)."""
+        return sorted(p for (op, store, p), chains in self.chains.items()
+                      if op == unit.operator_id and store == unit.store_name
+                      and p not in self.missing_partitions.get(op, []))
+
     def retained(self) -> tuple[int, int] | None:
         """Batches a rollback can target: committed, with offsets, and state on disk for every
         store. None when there is no such batch."""
@@ -425,10 +479,71 @@ def _log_batch(rel: str) -> int | None:
     return int(tail) if head in ("offsets", "commits") and tail.isdigit() else None
 
 
-# -- loads -----------------------------------------------------------------------------------------
-def _file_at_fault(ckpt: Checkpoint, exc: RunbookError) -> str | None:
+# -- operators, units and loads --------------------------------------------------------------------
+# Error classes raised when Spark's own store code fails on the files: evidence of damage. Reader
+# options and schemas (STDS_*, column families) and memory say nothing about the files.
+_STORE_LOAD_FAILURES = ("CANNOT_LOAD_STATE_STORE", "CANNOT_READ_ZIP_ENTRY",
+                        "STATE_STORE_UNEXPECTED_EMPTY_FILE_IN_ROCKSDB_ZIP",
+                        "STATE_STORE_ROW_CHECKSUM_VERIFICATION_FAILED")
+_NOT_DAMAGE = ("CANNOT_LOAD_STATE_STORE.HDFS_STORE_PROVIDER_OUT_OF_MEMORY",
+               "CANNOT_LOAD_STATE_STORE.ROCKSDB_STORE_PROVIDER_OUT_OF_MEMORY",
+               "CANNOT_LOAD_STATE_STORE.SNAPSHOT_PARTITION_ID_NOT_FOUND",
+               "CANNOT_LOAD_STATE_STORE.UNRELEASED_THREAD_ERROR")
+# Where Spark's errors name a partition: RocksDB's StateStoreId(opId=0,partId=1,...), the
+# HDFS-backed provider's StateStoreId[ operatorId=0, partitionId=1, ...], and a failed task
+# (the reader runs one task per partition folder, in the order of their numbers).
+_PARTITION_NAMED = re.compile(r"\b(?:partId|partitionId)=(\d+)")
+_TASK_NAMED = re.compile(r"Lost task (\d+)\.\d+ in stage")
+
+
+def is_store_load_failure(error_class: str | None) -> bool:
+    """Whether a Spark error class says its store code could not load the state's files."""
+    if not error_class or error_class in _NOT_DAMAGE:
+        return False
+    return error_class.split(".", 1)[0] in _STORE_LOAD_FAILURES
+
+
+def operators_of(ckpt: Checkpoint) -> list:
+    """The checkpoint's stateful operators; none when it has no state folder with operators."""
+    if not any(e.is_dir and e.name.isdigit() for e in ckpt.fs.list("state")):
+        return []
+    return ckpt.operators()
+
+
+@dataclass(frozen=True)
+class LoadUnit:
+    """What one ``statestore`` read loads: a store, a join side or a state variable of an operator,
+    with the reader options that select it."""
+    operator_id: int
+    store_name: str  # the store whose files it loads
+    label: str
+    options: tuple = ()  # (name, value) reader options besides operatorId and batchId
+
+
+def load_units(ckpt: Checkpoint) -> list[LoadUnit]:
+    """Every unit Spark's reader loads to cover the checkpoint's state, as the operator model
+    says to read it (joins of state format 3 by side, transformWithState by variable)."""
+    units = []
+    for op in operators_of(ckpt):
+        units += [LoadUnit(op.operator_id, s.store_name, s.store_name,
+                           (("storeName", s.store_name),)) for s in op.stores]
+    return units
+
+
+def state_partitions(ckpt: Checkpoint, operator_id: int, expected: int) -> list[int]:
+    """The partitions an operator writes state to (a streaming limit: partition 0 only)."""
+    return list(range(expected))
+
+
+def _read_unit(ckpt: Checkpoint, unit: LoadUnit, **options):
+    reader = ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
+    for name, value in unit.options + tuple(options.items()):
+        reader = reader.option(name, value)
+    return reader.load(ckpt.root)
+
+
+def _file_at_fault(ckpt: Checkpoint, text: str) -> str | None:
     """A checkpoint file named anywhere in a Spark error (message or causes), relative."""
-    text = str(exc.spark_error) if exc.spark_error is not None else str(exc)
     roots = {ckpt.root, ckpt.root.replace("file:/", "file:///", 1), ckpt.root.removeprefix("file:")}
     for root in roots:
         match = re.search(re.escape(root) + r"/([^\s,;\]\)]+)", text)
@@ -437,27 +552,66 @@ def _file_at_fault(ckpt: Checkpoint, exc: RunbookError) -> str | None:
     return None
 
 
+def _error_text(exc: RunbookError) -> str:
+    return str(exc.spark_error) if exc.spark_error is not None else str(exc)
+
+
+def _partitions_named(text: str, on_disk: list[int]) -> tuple[int, ...]:
+    named = {int(p) for p in _PARTITION_NAMED.findall(text)} & set(on_disk)
+    if not named:
+        ordered = sorted(on_disk)
+        named = {ordered[int(t)] for t in _TASK_NAMED.findall(text) if int(t) < len(ordered)}
+    return tuple(sorted(named))
+
+
+def load_unit(ckpt: Checkpoint, unit: LoadUnit, batch_id: int, on_disk: list[int] = ()
+              ) -> LoadResult:
+    """Read one unit at one batch with Spark's ``statestore`` reader (a full scan: a load test)."""
+    try:
+        with spark_errors(f"loading operator {unit.operator_id} {unit.label} at batch {batch_id}"):
+            rows = _read_unit(ckpt, unit, batchId=batch_id).count()
+        return LoadResult(unit.operator_id, unit.label, batch_id, True, rows)
+    except RunbookError as exc:
+        text = _error_text(exc)
+        return LoadResult(unit.operator_id, unit.label, batch_id, False, None, exc.error_class,
+                          _spark_line(exc), _file_at_fault(ckpt, text),
+                          _partitions_named(text, list(on_disk)))
+
+
 def load_store(ckpt: Checkpoint, operator_id: int, store_name: str, batch_id: int) -> LoadResult:
     """Read one store at one batch with Spark's ``statestore`` reader (a full scan: a load test)."""
-    try:
-        with spark_errors(f"loading operator {operator_id} store {store_name} at batch {batch_id}"):
-            rows = read_state(ckpt, operator_id, store_name, batch_id).count()
-        return LoadResult(operator_id, store_name, batch_id, True, rows)
-    except RunbookError as exc:
-        return LoadResult(operator_id, store_name, batch_id, False, None, exc.error_class,
-                          _spark_line(exc), _file_at_fault(ckpt, exc))
+    return load_unit(ckpt, LoadUnit(operator_id, store_name, store_name,
+                                    (("storeName", store_name),)), batch_id)
 
 
-def load_batch(ckpt: Checkpoint, batch_id: int) -> tuple[bool, str]:
-    """Load every store of every operator at one batch, in one Spark job."""
+def load_batch(ckpt: Checkpoint, batch_id: int, units: list[LoadUnit] | None = None
+               ) -> tuple[bool, str]:
+    """Load every unit (default: all of the checkpoint) at one batch, in one Spark job."""
+    units = load_units(ckpt) if units is None else units
+    if not units:
+        return True, ""
     try:
         with spark_errors(f"loading the state of batch {batch_id}"):
-            frames = [read_state(ckpt, s.operator_id, s.store_name, batch_id).select("partition_id")
-                      for s in ckpt.stores()]
+            frames = [_read_unit(ckpt, u, batchId=batch_id).select("partition_id") for u in units]
             reduce(lambda a, b: a.unionAll(b), frames).count()
         return True, ""
     except RunbookError as exc:
         return False, f"{exc.error_class or 'error'}: {_spark_line(exc)}"
+
+
+def _changes_load(ckpt: Checkpoint, unit: LoadUnit, first_version: int, last_version: int,
+                  on_disk: list[int]) -> tuple[bool, tuple[int, ...], str | None]:
+    """Spark's state change feed over versions ``first_version..last_version``: it reads exactly
+    those versions' ``.delta`` or ``.changelog`` files and nothing else (seen on 4.3). Returns
+    whether it loads, the partitions its error names, and the file its error names."""
+    try:
+        with spark_errors(f"reading the changes of {unit.label}"):
+            _read_unit(ckpt, unit, readChangeFeed=True, changeStartBatchId=first_version - 1,
+                       changeEndBatchId=last_version - 1).count()
+        return True, (), None
+    except RunbookError as exc:
+        text = _error_text(exc)
+        return False, _partitions_named(text, on_disk), _file_at_fault(ckpt, text)
 
 
 def _spark_line(exc: RunbookError) -> str:
@@ -468,7 +622,8 @@ def _spark_line(exc: RunbookError) -> str:
 
 # -- diagnose --------------------------------------------------------------------------------------
 def diagnose(ckpt: Checkpoint) -> Diagnosis:
-    """Structure, load test at the last committed batch, and the last good batch by bisection."""
+    """Structure, load test at the last committed batch, the last good batch by bisection, and
+    the file at fault of every unit that does not load."""
     ckpt.refresh()
     inventory = ckpt.fs.raw().walk()
     structure = _Structure(ckpt, inventory)
@@ -476,18 +631,20 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
     load_test: list[LoadResult] = []
     probes: list[Probe] = []
     retained = structure.retained()
-    last_good = None
+    last_good = last if not structure.operators else None
     if last is not None and retained is not None:
-        load_test = [load_store(ckpt, s.operator_id, s.store_name, last) for s in ckpt.stores()]
-        _attach_load_failures(structure, load_test, last)
+        units = load_units(ckpt)
+        load_test = [load_unit(ckpt, u, last, structure.on_disk(u)) for u in units]
+        readable = [u for u, r in zip(units, load_test) if not r.reader_limit]
         files_ok, why = structure.batch_files_ok(last)
-        latest_ok = files_ok and all(r.ok for r in load_test)
+        latest_ok = files_ok and not any(r.damaged for r in load_test)
         probes.append(Probe(last, latest_ok, "load" if files_ok else "files",
                             why or _first_failure(load_test)))
         if latest_ok:
             last_good = last
         else:
-            last_good = _bisect(ckpt, structure, retained[0], last, probes)
+            last_good = _bisect(ckpt, structure, readable, retained[0], last, probes)
+            _name_files_at_fault(ckpt, structure, units, load_test, last_good, retained[0])
     problems = sorted(structure.problems.values(),
                       key=lambda p: (p.first_batch_id is None, p.first_batch_id or 0, p.path))
     offsets_after = {}
@@ -508,26 +665,93 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
 
 def _first_failure(results: list[LoadResult]) -> str:
     for r in results:
-        if not r.ok:
+        if r.damaged:
             return f"{r.label}: {r.error_class or 'error'}"
     return ""
 
 
-def _attach_load_failures(structure: _Structure, results: list[LoadResult], batch: int) -> None:
-    """Name the file at fault of each failed load: the first missing or damaged file the store's
-    state at ``batch`` needs, else the file Spark's error names (on file systems without ``.crc``
-    sidecars, damage shows only when Spark reads the file)."""
-    for r in results:
-        if r.ok:
+def _name_files_at_fault(ckpt: Checkpoint, structure: _Structure, units: list[LoadUnit],
+                         results: list[LoadResult], last_good: int | None, lo: int) -> None:
+    """For each unit whose load failed in Spark's store code, name the file at fault and keep
+    Spark's error class: the first missing or damaged file its state needs, else the file found
+    by Spark's own loads (the unit at the first bad batch, then single versions through the
+    change feed), so it works without ``.crc`` sidecars (object stores, Spark Connect)."""
+    for unit, failed in zip(units, results):
+        if not failed.damaged:
             continue
-        r.path = _first_bad_file(structure, r.operator_id, r.store_name, batch + 1) or r.path \
-            or f"state/{r.operator_id}"
-        known = structure.problems.get(r.path)
+        good, failure = last_good, failed
+        first_bad = lo if last_good is None else last_good + 1
+        if first_bad < failed.batch_id:
+            there = load_unit(ckpt, unit, first_bad, structure.on_disk(unit))
+            if there.damaged:
+                failure = there
+            elif there.ok:
+                good = first_bad
+        path, how = _locate(ckpt, structure, unit, failure, good)
+        failed.path = path
+        known = structure.problems.get(path)
         if known is None:
-            structure.problems[r.path] = Problem(r.path, f"the state of batch {batch} does not "
-                                                 "load", r.error_class, batch)
+            structure.problems[path] = Problem(
+                path, f"Spark cannot load the state of batch {failure.batch_id}: {how}",
+                failure.error_class, failure.batch_id)
         elif known.error_class is None:
-            known.error_class = r.error_class
+            known.error_class = failure.error_class
+
+
+def _locate(ckpt: Checkpoint, structure: _Structure, unit: LoadUnit, failure: LoadResult,
+            good: int | None) -> tuple[str, str]:
+    """The file at fault of a unit that does not load at ``failure.batch_id`` while it loads at
+    ``good`` (None: at no retained batch), and how it was found."""
+    op, store, version = unit.operator_id, unit.store_name, failure.batch_id + 1
+    bad = _first_bad_file(structure, op, store, version)
+    if bad:
+        return bad, "missing or damaged on disk"
+    if failure.path and failure.path in structure.inventory:
+        return failure.path, "named in Spark's error"
+    on_disk = structure.on_disk(unit)
+    partitions = failure.partitions or tuple(on_disk)
+    candidates = []
+    for p in partitions:
+        chains = structure.chains.get((op, store, p), {})
+        before = set(chains.get(good + 1, [])) if good is not None else set()
+        candidates += [rel for rel in chains.get(version, []) if rel not in before]
+    incremental = sorted({_version_of(rel) for rel in candidates
+                          if rel.endswith(INCREMENTAL_KINDS_SUFFIXES)})
+    if incremental and structure.provider in ("hdfs", "rocksdb_changelog"):
+        lo, hi = incremental[0], incremental[-1]
+        ok, named, path = _changes_load(ckpt, unit, lo, hi, on_disk)
+        if not ok:
+            while lo < hi:  # bisect the versions: about log2 single reads
+                mid = (lo + hi) // 2
+                ok, first_named, first_path = _changes_load(ckpt, unit, lo, mid, on_disk)
+                if ok:
+                    lo = mid + 1
+                else:
+                    hi, named, path = mid, first_named, first_path
+            if path and path in structure.inventory:
+                return path, f"version {lo}'s changes do not read ({failure.error_class})"
+            hits = [rel for rel in candidates if _version_of(rel) == lo
+                    and rel.endswith(INCREMENTAL_KINDS_SUFFIXES)
+                    and (not named or _partition_of(rel) in named)]
+            if hits:
+                return hits[0], (f"Spark's change feed of version {lo} alone fails on it"
+                                 + ("" if len(hits) == 1 else f" (or on {', '.join(hits[1:])})"))
+        candidates = [rel for rel in candidates if not rel.endswith(INCREMENTAL_KINDS_SUFFIXES)]
+    if not candidates:
+        where = _folder(op, partitions[0], store) if len(partitions) == 1 else f"state/{op}"
+        return where, "Spark's error names no file, and each file it needs reads on its own"
+    others = f" (or one of {', '.join(candidates[1:4])}{'...' if len(candidates) > 4 else ''})" \
+        if len(candidates) > 1 else ""
+    return candidates[0], f"the file version {version} adds to what loads{others}"
+
+
+def _version_of(rel: str) -> int:
+    match = _STATE_FILE.match(rel.rsplit("/", 1)[-1])
+    return int(match.group(1)) if match else -1
+
+
+def _partition_of(rel: str) -> int:
+    return int(rel.split("/")[2])
 
 
 def _first_bad_file(structure: _Structure, operator_id: int, store_name: str, version: int
@@ -542,8 +766,8 @@ def _first_bad_file(structure: _Structure, operator_id: int, store_name: str, ve
     return None
 
 
-def _bisect(ckpt: Checkpoint, structure: _Structure, lo: int, bad: int, probes: list[Probe]
-            ) -> int | None:
+def _bisect(ckpt: Checkpoint, structure: _Structure, units: list[LoadUnit], lo: int, bad: int,
+            probes: list[Probe]) -> int | None:
     """The newest good batch below ``bad`` (known bad) down to ``lo``; None if none is good.
 
     Invariant: ``good`` is good (``lo - 1`` stands for "before the range") and ``bad`` is bad.
@@ -562,7 +786,7 @@ def _bisect(ckpt: Checkpoint, structure: _Structure, lo: int, bad: int, probes: 
         if sound + 1 < bad:
             bad = sound + 1
             probes.append(Probe(bad, False, "files", structure.batch_files_ok(bad)[1]))
-        ok, why = load_batch(ckpt, sound)
+        ok, why = load_batch(ckpt, sound, units)
         probes.append(Probe(sound, ok, "load", why))
         if ok:
             return sound
@@ -571,7 +795,7 @@ def _bisect(ckpt: Checkpoint, structure: _Structure, lo: int, bad: int, probes: 
         mid = (good + bad) // 2
         files_ok, why = structure.batch_files_ok(mid)
         if files_ok:
-            ok, why = load_batch(ckpt, mid)
+            ok, why = load_batch(ckpt, mid, units)
             probes.append(Probe(mid, ok, "load", why))
         else:
             ok = False
@@ -586,9 +810,10 @@ def _bisect(ckpt: Checkpoint, structure: _Structure, lo: int, bad: int, probes: 
 def linear_scan(ckpt: Checkpoint) -> int | None:
     """The last good batch the slow way: load every retained batch (the benchmark's baseline)."""
     lo, hi = ckpt.retained_batch_range()
+    units = load_units(ckpt)
     last_good = None
     for b in range(lo, hi + 1):
-        ok, _ = load_batch(ckpt, b)
+        ok, _ = load_batch(ckpt, b, units)
         if ok:
             last_good = b
     return last_good
@@ -634,12 +859,15 @@ def load_lines(diag: Diagnosis) -> list[str]:
         return ["nothing to load: no committed batch with state"]
     lines = []
     for r in diag.load_test:
+        where = f"batch {r.batch_id}, operator {r.operator_id} {r.store_name}"
         if r.ok:
-            lines.append(f"batch {r.batch_id}, operator {r.operator_id} store {r.store_name}: "
-                         f"loads ({r.rows} rows)")
+            lines.append(f"{where}: loads ({r.rows} rows)")
+        elif r.damaged:
+            lines.append(f"{where}: FAILS in Spark's store code with {r.error_class}; file at "
+                         f"fault: {r.path}")
         else:
-            lines.append(f"batch {r.batch_id}, operator {r.operator_id} store {r.store_name}: "
-                         f"FAILS with {r.error_class}; file at fault: {r.path}")
+            lines.append(f"{where}: Spark's reader cannot read it ({r.error_class or 'error'}: "
+                         f"{r.message[:160]}); a reader limit, not evidence of damage")
     missing = [p for p in diag.problems if p.problem.startswith("partition directory missing")]
     for p in missing:
         lines.append(f"{p.path} is missing: Spark's reader skips a missing partition folder (its "
@@ -723,8 +951,15 @@ class Plan:
 def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) -> Plan:
     """What a rollback to ``target_batch_id`` moves (-1: the last good batch found)."""
     c, g = diag.last_committed_batch_id, diag.last_good_batch_id
-    if c is None or diag.retained is None:
+    if c is None or diag.retained is None or not diag.operators:
         return Plan(None, [], "nothing to roll back: no committed batch with state")
+    if diag.reader_limits and not diag.state_does_not_load:
+        if target_batch_id != -1:
+            raise RunbookError(f"target_batch_id={target_batch_id}: no rollback on state Spark's "
+                               "reader cannot read and nothing shows damaged: restart the query "
+                               "as it is, or pass -1")
+        return Plan(None, [], "no rollback planned: Spark's reader cannot read part of this "
+                              "state, and nothing shows that Spark's store cannot load it")
     lo = diag.retained[0]
     if target_batch_id == -1:
         if g is None:
@@ -868,8 +1103,8 @@ def default_backup_dir(ckpt: Checkpoint, now: float | None = None) -> str:
     return f"{ckpt.root}{BACKUP_MARK}{stamp}"
 
 
-def _backup_fs(ckpt: Checkpoint, backup_dir: str) -> HadoopFS:
-    backup = HadoopFS(ckpt.spark, backup_dir).raw()
+def _backup_fs(ckpt: Checkpoint, backup_dir: str) -> FS:
+    backup = open_fs(ckpt.spark, backup_dir).raw()
     if backup.root == ckpt.root or backup.root.startswith(ckpt.root + "/"):
         raise RunbookError(f"backup_dir {backup.root} is inside the checkpoint: pick a folder "
                            "outside it (empty: a sibling named after the checkpoint)")
@@ -882,7 +1117,7 @@ def _backup_fs(ckpt: Checkpoint, backup_dir: str) -> HadoopFS:
     return backup
 
 
-def _write_journal(backup: HadoopFS, journal: dict, name: str = JOURNAL_NAME) -> str:
+def _write_journal(backup: FS, journal: dict, name: str = JOURNAL_NAME) -> str:
     backup.write_bytes(name, (json.dumps(journal, indent=1) + "\n").encode("utf-8"), overwrite=True)
     return backup.uri(name)
 
@@ -955,7 +1190,7 @@ def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str
     return out
 
 
-def _record(raw: HadoopFS, inventory: dict, rel: str, moved_to: str | None = None) -> dict:
+def _record(raw: FS, inventory: dict, rel: str, moved_to: str | None = None) -> dict:
     item = {"path": rel, "size": inventory[rel].size, "sha256": raw.sha256(rel),
             "copy": f"copy/{rel}"}
     if moved_to:
@@ -983,14 +1218,14 @@ def find_journal(ckpt: Checkpoint, journal_path: str = "") -> str:
     """The journal to undo: ``journal_path`` (a journal file or its backup folder), else the
     newest ``<checkpoint>.recovery-*/journal.json`` next to the checkpoint."""
     if journal_path:
-        fs = HadoopFS(ckpt.spark, journal_path).raw()
+        fs = open_fs(ckpt.spark, journal_path).raw()
         if fs.is_dir():
             return fs.uri(JOURNAL_NAME) if fs.exists(JOURNAL_NAME) else _no_journal(fs.root)
         if not fs.exists():
             _no_journal(fs.root)
         return fs.root
     parent, name = ckpt.root.rsplit("/", 1)
-    siblings = HadoopFS(ckpt.spark, parent).raw()
+    siblings = open_fs(ckpt.spark, parent).raw()
     candidates = sorted((e.name for e in siblings.list()
                          if e.is_dir and e.name.startswith(name + BACKUP_MARK)
                          and siblings.exists(f"{e.name}/{JOURNAL_NAME}")), reverse=True)
@@ -1008,7 +1243,7 @@ def _no_journal(path: str):
 def read_journal(spark, journal_uri: str) -> dict:
     folder, name = journal_uri.rsplit("/", 1)
     try:
-        return json.loads(HadoopFS(spark, folder).raw().read_text(name))
+        return json.loads(open_fs(spark, folder).raw().read_text(name))
     except (ValueError, KeyError) as exc:
         raise RunbookError(f"{journal_uri} is not a rollback journal: {exc}") from None
 
@@ -1030,7 +1265,7 @@ def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: 
         raise RunbookError(f"journal {uri} was already undone ({journal['undo']['at']}): nothing "
                            "to undo")
     raw = ckpt.fs.raw()
-    backup = HadoopFS(ckpt.spark, journal["backup_dir"]).raw()
+    backup = open_fs(ckpt.spark, journal["backup_dir"]).raw()
     manifest = {m["path"]: m for m in journal["manifest"]}
     moves = {m["path"]: m for m in journal["moves"]}
     copies = {m["path"]: m for m in journal["copies"]}
@@ -1096,7 +1331,7 @@ def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: 
     return out
 
 
-def _restore(raw: HadoopFS, backup: HadoopFS, item: dict, from_moved: bool) -> None:
+def _restore(raw: FS, backup: FS, item: dict, from_moved: bool) -> None:
     rel = item["path"]
     if raw.exists(rel):
         raise RunbookError(f"cannot restore {rel}: a file is in the way (undo stopped; nothing "
@@ -1117,7 +1352,7 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
     if fault not in FAULTS:
         raise RunbookError(f"fault {fault!r} is not known: use one of {', '.join(FAULTS)}")
     raw = ckpt.fs.raw()
-    lost = HadoopFS(ckpt.spark, ckpt.root + ".removed-by-fault").raw()
+    lost = open_fs(ckpt.spark, ckpt.root + ".removed-by-fault").raw()
     ops = [op.operator_id for op in ckpt.operators()]
     op = ops[-1] if operator_id == -1 else operator_id
     store = ckpt.stores(op)[0].store_name
@@ -1156,7 +1391,7 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
     return target
 
 
-def _middle_file(ckpt: Checkpoint, raw: HadoopFS, files: list[StateFile]) -> str:
+def _middle_file(ckpt: Checkpoint, raw: FS, files: list[StateFile]) -> str:
     """The file of the middle version that later versions still need: a delta or changelog, or
     for RocksDB without changelogs the SST file that version added and the newest zip still
     lists."""
@@ -1178,8 +1413,8 @@ def _middle_file(ckpt: Checkpoint, raw: HadoopFS, files: list[StateFile]) -> str
 
 def copy_tree(spark, source: str, target: str) -> str:
     """Copy a folder byte for byte (sidecars included) through Hadoop; returns the target URI."""
-    src = HadoopFS(spark, source).raw()
-    dst = HadoopFS(spark, target).raw()
+    src = open_fs(spark, source).raw()
+    dst = open_fs(spark, target).raw()
     if dst.exists() and dst.list():
         raise RunbookError(f"{dst.root} is not empty: pick a new folder to copy into")
     for rel in src.walk():
@@ -1189,7 +1424,7 @@ def copy_tree(spark, source: str, target: str) -> str:
 
 def tree_checksums(spark, root: str) -> dict[str, str]:
     """SHA-256 of every file below ``root`` (sidecars included), by relative path."""
-    raw = HadoopFS(spark, root).raw()
+    raw = open_fs(spark, root).raw()
     return {rel: raw.sha256(rel) for rel in raw.walk()}
 
 
@@ -1230,8 +1465,8 @@ def restart_without_state_folder(spark, demo, ckpt: Checkpoint) -> str:
     """The advice "delete the state folder and restart", tried on a copy of the checkpoint (the
     folder is moved aside, not deleted): what Spark answers, as one line."""
     copy = copy_tree(spark, ckpt.root, ckpt.root + "-state-deleted")
-    raw = HadoopFS(spark, copy).raw()
-    raw.move_to("state", HadoopFS(spark, copy + ".removed").raw(), "state")
+    raw = open_fs(spark, copy).raw()
+    raw.move_to("state", open_fs(spark, copy + ".removed").raw(), "state")
     try:
         restart_demo(spark, demo, copy, 1)
     except RunbookError as exc:
@@ -1259,11 +1494,12 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
         "journal_path": outcome.journal_path if outcome and outcome.applied else None,
         "loads": diag.loads,
     })
-    c, g = diag.last_committed_batch_id, diag.last_good_batch_id
-    if diag.nothing_broken:
-        summary.add_finding("info", "nothing_broken", diag.verdict())
-    elif g != c:
+    if diag.state_does_not_load:
         summary.add_finding("critical", "state_does_not_load", diag.verdict())
+    elif diag.reader_limits:
+        summary.add_finding("warning", "state_unreadable_by_reader", diag.verdict())
+    elif diag.nothing_broken:
+        summary.add_finding("info", "nothing_broken", diag.verdict())
     else:
         summary.add_finding("warning" if any(not p.problem.startswith("offsets entry without")
                                              for p in diag.problems) else "info",

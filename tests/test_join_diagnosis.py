@@ -138,7 +138,7 @@ def test_every_key_as_constructed(spark, request, demo):
                                                   and bool(evidence["times"]))
 
 
-def test_evidence_of_the_seed_cases(hdfs_diagnosis):
+def test_evidence_of_the_classic_cases(hdfs_diagnosis):
     diagnosis = hdfs_diagnosis
     joined, outside, waiting, evicted, late = diagnosis.verdicts([
         join_demo_key("two_payments", LAST), join_demo_key("payment_outside_time_range", LAST),
@@ -234,6 +234,55 @@ def test_rocksdb_without_changelog_compares_retained_batches(spark, demo_factory
     (late,) = diagnosis.verdicts([join_demo_key("order_filtered_payment_late", 0)])
     assert late.category == "evicted_by_watermark"
     assert late.evidence["right"]["removed_batch"] == 1
+
+
+def test_time_bounds_read_from_the_checkpoint(spark, hdfs_demo, demo_factory):
+    """Without bounds given, the watermark's evictions tell them: the demo's 3 s and 3 s, known to
+    within the watermark's 1 s step; a young join whose watermark evicted nothing cannot tell."""
+    spec = jd.resolve_join(Checkpoint(spark, hdfs_demo))
+    assert (spec.lower_bound_seconds, spec.upper_bound_seconds) == (3.0, 3.0)
+    assert (spec.bounds.lower_max, spec.bounds.upper_max) == (4.0, 4.0)
+    assert "(bounds read from the checkpoint)" in spec.describe()[-3]
+    given = jd.resolve_join(Checkpoint(spark, hdfs_demo), **BOUNDS)
+    assert given.bounds is None and "(bounds given as parameters)" in given.describe()[-1]
+    young = Checkpoint(spark, demo_factory("join", "rocksdb", batches=2).checkpoint_path)
+    with pytest.raises(RunbookError) as excinfo:
+        jd.resolve_join(young)
+    assert ("the checkpoint cannot tell the join's lower bound yet: it needs left rows the "
+            "watermark evicted") in _one_line(excinfo)
+    assert jd.resolve_join(young, **BOUNDS).lower_bound_seconds == JOIN_LOWER_BOUND_SECONDS
+
+
+def test_time_bounds_of_an_asymmetric_condition(spark, tmp_path):
+    """The lower bound is read from the left side's evictions, the upper from the right's."""
+    from pyspark.sql import functions as F
+
+    from state_runbooks.demo import orders_and_payments
+    path = str(tmp_path / "asymmetric")
+    conf = {"spark.sql.shuffle.partitions": "2",
+            "spark.sql.streaming.noDataMicroBatches.enabled": "false", **provider_conf("hdfs")}
+    with session_conf(spark, conf):
+        orders, payments = orders_and_payments(spark, 10)
+        df = orders.alias("o").join(payments.alias("p"), F.expr(
+            "o.order_id = p.order_id AND o.order_time >= p.payment_time - INTERVAL 1 SECONDS "
+            "AND o.order_time <= p.payment_time + INTERVAL 5 SECONDS"))
+        for _ in range(10):
+            (df.writeStream.format("noop").option("checkpointLocation", path)
+             .trigger(availableNow=True).start().awaitTermination())
+    spec = jd.resolve_join(Checkpoint(spark, path))
+    assert (spec.lower_bound_seconds, spec.upper_bound_seconds) == (1.0, 5.0)
+
+
+def test_join_state_format_3(spark, demo_factory):
+    """State format 3 lists one store (``default``) in state-metadata, yet Spark's reader serves
+    both sides by their format-2 names: the same keys and categories as format 2."""
+    run = demo_factory("join_v3", "rocksdb", batches=3)
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    assert [s.store_name for s in ckpt.stores()] == ["default"]
+    assert jd.unreadable_reason(ckpt, ckpt.operator(0), 2) is None
+    diagnosis = diagnose(spark, run.checkpoint_path)
+    assert diagnosis.method == jd.RETAINED_BATCHES
+    assert categories(diagnosis) == expected(2)[0]
 
 
 def test_left_outer_join(spark, tmp_path):

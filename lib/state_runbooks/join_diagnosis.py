@@ -13,6 +13,7 @@ only the keys shown are collected, with their rows in the state of the diagnosed
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class JoinSpec:
     right: JoinSide
     lower_bound_seconds: float
     upper_bound_seconds: float
+    bounds: "TimeBounds | None" = None  # read from the checkpoint; None: given as parameters
 
     @property
     def composite(self) -> bool:
@@ -93,8 +95,12 @@ class JoinSpec:
                      f"{s.watermark_column}" if s.watermark_delay_ms is not None else
                      "; no watermark column in the state schema")
             lines.append(f"{s.side} time column: {s.time_column} ({source}{delay})")
-        lines.append(f"time condition: {self.condition_text()} (the bounds are parameters: Spark "
-                     "does not store the join condition in the checkpoint)")
+        if self.bounds is None:
+            lines.append(f"time condition: {self.condition_text()} (bounds given as parameters)")
+        else:
+            lines.append(f"time condition: {self.condition_text()} (bounds read from the "
+                         "checkpoint)")
+            lines += self.bounds.lines()
         return lines
 
 
@@ -160,20 +166,28 @@ def _resolve_side(side: str, value_schema, time_column: str) -> JoinSide:
 
 
 def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str = "",
-                 right_time_column: str = "", lower_bound_seconds: float = 0.0,
-                 upper_bound_seconds: float = 0.0, batch_id: int = -1) -> JoinSpec:
+                 right_time_column: str = "", lower_bound_seconds: float | None = None,
+                 upper_bound_seconds: float | None = None, batch_id: int = -1) -> JoinSpec:
     """Validate the parameters against the checkpoint. Empty time columns are read from it: the
-    column of each side that carries the watermark (Spark records the delay on it)."""
+    column of each side that carries the watermark (Spark records the delay on it). Bounds left at
+    None are read from it too (:func:`time_bounds_from_checkpoint`)."""
     operator = find_join_operator(ckpt, operator_id)
+    ckpt = side_stores(ckpt, operator.operator_id)
     for name, value in (("lower_bound_seconds", lower_bound_seconds),
                         ("upper_bound_seconds", upper_bound_seconds)):
-        if not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise RunbookError(f"{name}={value!r} is not a number of seconds")
-    if lower_bound_seconds + upper_bound_seconds < 0:
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
+                                  or not math.isfinite(value)):
+            raise RunbookError(f"{name}={value!r} is not a number of seconds (or None: read it "
+                               "from the checkpoint)")
+    if (lower_bound_seconds is not None and upper_bound_seconds is not None
+            and lower_bound_seconds + upper_bound_seconds < 0):
         raise RunbookError(f"the time condition is empty: -lower_bound_seconds "
                            f"({-lower_bound_seconds:g}) is above upper_bound_seconds "
                            f"({upper_bound_seconds:g})")
     batch = ckpt.resolve_batch(batch_id, operator.operator_id)
+    reason = unreadable_reason(ckpt, operator, batch)
+    if reason:
+        raise RunbookError(reason)
     schemas = {s: read_state(ckpt, operator.operator_id, ROWS_STORE.format(side=s), batch).schema
                for s in SIDES}
     key_schema = schemas["left"]["key"].dataType
@@ -182,8 +196,141 @@ def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str 
     left = _resolve_side("left", schemas["left"]["value"].dataType, left_time_column)
     right = _resolve_side("right", schemas["right"]["value"].dataType, right_time_column)
     names = _key_names(ckpt, operator.operator_id, batch, fields, left.value_columns)
-    return JoinSpec(operator.operator_id, fields, types, names, left, right,
-                    float(lower_bound_seconds), float(upper_bound_seconds))
+    spec = JoinSpec(operator.operator_id, fields, types, names, left, right,
+                    float(lower_bound_seconds or 0.0), float(upper_bound_seconds or 0.0))
+    if lower_bound_seconds is not None and upper_bound_seconds is not None:
+        return spec
+    bounds = time_bounds_from_checkpoint(ckpt, spec, batch)
+    lower = bounds.lower if lower_bound_seconds is None else float(lower_bound_seconds)
+    upper = bounds.upper if upper_bound_seconds is None else float(upper_bound_seconds)
+    return dataclasses.replace(spec, lower_bound_seconds=lower, upper_bound_seconds=upper,
+                               bounds=bounds)
+
+
+class SideStores:
+    """The checkpoint as the reader functions see it, with the join's two row stores accepted by
+    name even where ``state-metadata`` lists one store only: join state format 3 keeps both sides
+    as column families of one RocksDB store (``default``), and Spark's ``statestore`` reader
+    serves each by its format-2 name (``storeName=left-keyWithIndexToValue``). Everything else is
+    the checkpoint's own."""
+
+    def __init__(self, ckpt: Checkpoint, operator: OperatorInfo):
+        self._ckpt, self._operator = ckpt, operator
+        listed = {st.store_name for st in operator.stores}
+        self.column_families = not {ROWS_STORE.format(side=s) for s in SIDES} <= listed
+
+    def store(self, operator_id: int, store_name: str = "default"):
+        if (self.column_families and operator_id == self._operator.operator_id
+                and store_name in {ROWS_STORE.format(side=s) for s in SIDES}):
+            return dataclasses.replace(self._operator.stores[0], store_name=store_name)
+        return self._ckpt.store(operator_id, store_name)
+
+    def __getattr__(self, name):
+        return getattr(self._ckpt, name)
+
+
+def side_stores(ckpt: Checkpoint, operator_id: int) -> SideStores:
+    """``ckpt`` with the join operator's row stores readable by name, whatever its state format."""
+    if isinstance(ckpt, SideStores):
+        return ckpt
+    return SideStores(ckpt, ckpt.operator(operator_id))
+
+
+def unreadable_reason(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> str | None:
+    """None when Spark's ``statestore`` reader serves both sides' rows at ``batch``; otherwise one
+    line saying that it cannot and what the files still say (the query itself is not affected:
+    a reader's limit is not damage)."""
+    view = side_stores(ckpt, operator.operator_id)
+    try:
+        for side in SIDES:
+            df = read_state(view, operator.operator_id, ROWS_STORE.format(side=side), batch)
+            with spark_errors(f"reading the {side} side's rows"):
+                df.limit(1).collect()
+    except RunbookError as error:
+        files = ckpt.state_files(operator.operator_id)
+        versions = sorted({f.version for f in files})
+        seen = (f"its files: {len(files)} in {len({f.partition_id for f in files})} partitions, "
+                f"state versions {versions[0]}..{versions[-1]}, {sum(f.size for f in files):,} "
+                "bytes" if files else "it has no state files")
+        stores = ", ".join(sorted(st.store_name for st in operator.stores))
+        return (f"operator {operator.operator_id} is a stream-stream join (stores: {stores}) whose "
+                f"rows Spark's statestore reader cannot read here ({error.error_class or error}), "
+                f"so no key can be diagnosed; {seen}. A reader's limit, not damage: the query "
+                "itself is not affected")
+    return None
+
+
+@dataclass(frozen=True)
+class TimeBounds:
+    """The join's time bounds as the watermark's evictions show them.
+
+    Spark evicts a left row once no future right row can match it: when its time plus the lower
+    bound falls behind the watermark; a right row, its time plus the upper bound. So the rows a
+    batch evicted put each bound below ``watermark - time`` of that batch, and the rows still in
+    the state put it at or above ``watermark - time``. The smallest bound consistent with both is
+    taken, known to within ``lower_max - lower`` (the watermark's step between batches).
+    """
+    lower: float  # seconds: the smallest value the rows kept allow
+    lower_max: float  # seconds: the evicted rows put it below this
+    upper: float
+    upper_max: float
+    batch_id: int
+
+    def lines(self) -> list[str]:
+        return [f"  lower bound {self.lower:g} s: left rows kept in the state put it at or above "
+                f"{self.lower:g} s, left rows the watermark evicted below {self.lower_max:g} s",
+                f"  upper bound {self.upper:g} s: right rows kept in the state put it at or above "
+                f"{self.upper:g} s, right rows the watermark evicted below {self.upper_max:g} s"]
+
+
+def time_bounds_from_checkpoint(ckpt: Checkpoint, spec: JoinSpec, batch: int) -> TimeBounds:
+    """Read the time bounds of the join condition from the watermark's evictions (Spark does not
+    store the condition itself): for each side, the rows of the state of ``batch`` (not evicted
+    by its watermark) and the rows removed in each earlier batch (evicted by that batch's
+    watermark), in two small Spark jobs. One-line RunbookError when they cannot tell."""
+    from pyspark.sql import functions as F
+    ckpt = side_stores(ckpt, spec.operator_id)
+    method = history_method(ckpt)
+    start, _ = ckpt.retained_batch_range(spec.operator_id)
+    with spark_errors("reading the join's evictions to find its time bounds"):
+        kept = {bool(r["is_left"]): r["t"] for r in state_rows(ckpt, spec, batch)
+                .groupBy("is_left").agg(F.min("t").alias("t")).collect()}
+        agg = _aggregate(history_rows(ckpt, spec, batch, method, start), spec, batch, method)
+        removed = reduce(lambda a, b: a.unionByName(b), [
+            agg.where(~F.col(f"{p}_present") & F.col(f"{p}_seen")).select(
+                F.lit(p == "l").alias("is_left"), F.col(f"{p}_gone").alias("batch"),
+                F.col(f"{p}_tmax").alias("t")) for p in ("l", "r")])
+        evicted = removed.groupBy("is_left", "batch").agg(F.max("t").alias("t")).collect()
+    watermark_now = ckpt.offsets(batch).watermark_ms
+    watermarks = {b: _watermark(ckpt, b) for b in {r["batch"] for r in evicted}}
+    found = {}
+    for is_left, name, param in ((True, "lower", "lower_bound_seconds"),
+                                 (False, "upper", "upper_bound_seconds")):
+        at_least = watermark_now - kept[is_left] if kept.get(is_left) is not None else None
+        below = [watermarks[r["batch"]] - r["t"] for r in evicted
+                 if bool(r["is_left"]) == is_left and r["t"] is not None
+                 and watermarks[r["batch"]] is not None]
+        side = "left" if is_left else "right"
+        if at_least is None or not below:
+            raise RunbookError(
+                f"the checkpoint cannot tell the join's {name} bound yet: it needs {side} rows "
+                f"the watermark evicted and {side} rows still in the state of batch {batch}; "
+                f"pass {param} (copy it from the query's join condition)")
+        if not at_least < min(below):
+            raise RunbookError(
+                f"the {side} rows' evictions do not fit a time-range condition ({side} rows kept "
+                f"{at_least / 1000:g} s behind the watermark, evicted {min(below) / 1000:g} s "
+                f"behind): pass {param} (copy it from the query's join condition)")
+        found[name] = (at_least / 1000, min(below) / 1000)
+    return TimeBounds(found["lower"][0], found["lower"][1], found["upper"][0], found["upper"][1],
+                      batch)
+
+
+def _watermark(ckpt: Checkpoint, batch: int) -> int | None:
+    try:
+        return ckpt.offsets(batch).watermark_ms
+    except RunbookError:
+        return None
 
 
 def _key_names(ckpt: Checkpoint, operator_id: int, batch: int, fields: tuple,
@@ -603,6 +750,7 @@ def diagnose(ckpt: Checkpoint, spec: JoinSpec, batch_id: int = -1, method: str =
     or one of ``METHODS``. ``history_start``: the first batch of history to read (default: the
     oldest retained batch); a later one reads less and sees less.
     """
+    ckpt = side_stores(ckpt, spec.operator_id)
     batch = ckpt.resolve_batch(batch_id, spec.operator_id)
     if method == "auto":
         method = history_method(ckpt)

@@ -1052,16 +1052,32 @@ def plan_lines(plan: Plan, limit: int = 12) -> list[str]:
 @dataclass
 class Activity:
     reasons: list[str]
+    seen: str = ""  # what the guard looked at, active or not
 
     @property
     def looks_active(self) -> bool:
         return bool(self.reasons)
 
 
+TRIGGER_INTERVALS_QUIET = 3  # quiet for this many of the query's own trigger intervals: stopped
+_RECENT_BATCHES = 10  # batches whose timestamps give the query's trigger interval
+
+
+def trigger_interval_ms(ckpt: Checkpoint) -> int | None:
+    """The query's usual time between batches: the median gap between the batch timestamps of
+    its last offsets entries (None with fewer than two batches)."""
+    ids = ckpt.offset_batch_ids[-_RECENT_BATCHES:]
+    stamps = [ckpt.offsets(b).timestamp_ms for b in ids]
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    return gaps[len(gaps) // 2] if gaps else None
+
+
 def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
                    now_ms: int | None = None) -> Activity:
     """Signs that a query is still writing to the checkpoint: an offsets or commits entry written
-    in the last ``quiet_minutes``, or an active query of this session on it."""
+    more recently than ``quiet_minutes`` or than ``TRIGGER_INTERVALS_QUIET`` of the query's own
+    trigger intervals (from its batch timestamps), whichever is longer, or an active query of
+    this session on it."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     reasons = []
     newest = None
@@ -1071,9 +1087,18 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
             if entry.name.rsplit("/", 1)[-1].isdigit() and (newest is None
                                                             or entry.modified_ms > newest[1]):
                 newest = (rel, entry.modified_ms)
-    if newest and now_ms - newest[1] < quiet_minutes * 60_000:
+    interval = trigger_interval_ms(ckpt)
+    window_ms = max(quiet_minutes * 60_000, TRIGGER_INTERVALS_QUIET * (interval or 0))
+    why = (f"{TRIGGER_INTERVALS_QUIET} x the query's trigger interval of about "
+           f"{interval / 1000:.0f} s (offsets' batch timestamps)"
+           if interval and TRIGGER_INTERVALS_QUIET * interval > quiet_minutes * 60_000
+           else f"{quiet_minutes:g} minutes")
+    seen = (f"newest log entry {newest[0]}, written {(now_ms - newest[1]) / 1000:.0f} s ago; "
+            f"quiet means nothing written for {window_ms / 1000:.0f} s ({why})" if newest
+            else "no offsets or commits entry")
+    if newest and now_ms - newest[1] < window_ms:
         reasons.append(f"{newest[0]} was written {(now_ms - newest[1]) / 1000:.0f} s ago (less "
-                       f"than {quiet_minutes:g} minutes)")
+                       f"than {why})")
     for query in ckpt.spark.streams.active:
         try:
             location = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
@@ -1082,7 +1107,7 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
         if str(query.id) == ckpt.query_id or location.rstrip("/") in (ckpt.root, ckpt.fs.uri()):
             reasons.append(f"query {query.name or query.id} is active in this Spark session on "
                            "this checkpoint")
-    return Activity(reasons)
+    return Activity(reasons, seen)
 
 
 # -- rollback and undo -----------------------------------------------------------------------------
@@ -1096,6 +1121,16 @@ class Outcome:
     journal_path: str | None = None
     lines: list[str] = field(default_factory=list)
     verified: bool | None = None
+
+
+def cannot_modify(ckpt: Checkpoint, mode: str) -> str | None:
+    """Why this session cannot move the checkpoint's files (Spark Connect outside Databricks has
+    no way to rename a file), else None. Checked before anything changes: never half-apply."""
+    if getattr(ckpt.fs, "can_modify", True):
+        return None
+    return (f"this Spark Connect session cannot move files (no Databricks dbutils.fs): run the "
+            f"apply step (mode=\"{mode}\", dry_run=False) on a classic session that reaches "
+            f"{ckpt.root}; nothing was changed")
 
 
 def default_backup_dir(ckpt: Checkpoint, now: float | None = None) -> str:
@@ -1130,7 +1165,9 @@ def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str
         out.lines.append(f"nothing to do: {plan.note}")
         return out
     activity = check_activity(ckpt, quiet_minutes)
-    if activity.looks_active and not force:
+    out.lines.append(f"activity check: {activity.seen}")
+    out.refused = cannot_modify(ckpt, "rollback")
+    if activity.looks_active and not force and not out.refused:
         out.refused = ("the query looks active: " + "; ".join(activity.reasons) + ". Stop it, "
                        "wait, or pass force=True when you know it is stopped")
     backup_dir = backup_dir or default_backup_dir(ckpt)
@@ -1143,6 +1180,8 @@ def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str
         return out
     if out.refused:
         out.lines.append(f"refused: {out.refused}")
+        if cannot_modify(ckpt, "rollback"):  # the exact plan, for the classic session
+            out.lines += plan_lines(plan, limit=len(plan.moves))
         return out
     raw = ckpt.fs.raw()
     backup = _backup_fs(ckpt, backup_dir)
@@ -1270,14 +1309,22 @@ def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: 
     moves = {m["path"]: m for m in journal["moves"]}
     copies = {m["path"]: m for m in journal["copies"]}
     current = raw.walk()
-    displace = [rel for rel, e in current.items()
-                if rel not in manifest or rel in moves or e.size != manifest[rel]["size"]
-                or e.modified_ms != manifest[rel]["modified_ms"]]
+    # An undo stopped halfway already put some moved files back: they stay where they are.
+    back = ({rel for rel, m in moves.items() if rel in current
+             and current[rel].size == m["size"] and not backup.exists(m["moved_to"])}
+            if journal.get("status") == "undo_started" else set())
+    displace = [rel for rel, e in current.items() if rel not in back and (
+                rel not in manifest or rel in moves or e.size != manifest[rel]["size"]
+                or e.modified_ms != manifest[rel]["modified_ms"])]
     restore_copies = [rel for rel in copies if rel in displace or rel not in current]
     lost = [rel for rel in manifest if rel not in moves and rel not in copies
             and (rel not in current or rel in displace)]
     activity = check_activity(ckpt, quiet_minutes)
-    if activity.looks_active and not force:
+    out.lines.append(f"activity check: {activity.seen}")
+    out.refused = cannot_modify(ckpt, "undo")
+    if out.refused:
+        pass
+    elif activity.looks_active and not force:
         out.refused = ("the query looks active: " + "; ".join(activity.reasons) + ". Stop it, "
                        "wait, or pass force=True when you know it is stopped")
     elif lost and not force:
@@ -1298,6 +1345,11 @@ def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: 
         return out
     if out.refused:
         out.lines.append(f"refused: {out.refused}")
+        if cannot_modify(ckpt, "undo"):  # the exact plan, for the classic session
+            out.lines += [f"  move aside {rel}" for rel in displace]
+            out.lines += [f"  move back {m['moved_to']} to {rel}" for rel, m in moves.items()
+                          if rel not in back]
+            out.lines += [f"  restore {copies[rel]['copy']} to {rel}" for rel in restore_copies]
         return out
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     undo_dir = f"undo-{stamp}"
@@ -1305,12 +1357,23 @@ def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: 
                     "displaced": [{"path": rel, "size": current[rel].size,
                                    "moved_to": f"{undo_dir}/displaced/{rel}"} for rel in displace]}
     _write_journal(backup, undo_journal, f"{undo_dir}/{JOURNAL_NAME}")
-    for item in undo_journal["displaced"]:
-        raw.move_to(item["path"], backup, item["moved_to"])
-    for item in moves.values():
-        _restore(raw, backup, item, from_moved=True)
-    for rel in restore_copies:
-        _restore(raw, backup, copies[rel], from_moved=False)
+    journal["status"] = "undo_started"
+    journal.setdefault("undo_attempts", []).append(f"{undo_dir}/{JOURNAL_NAME}")
+    _write_journal(backup, journal)
+    try:
+        for item in undo_journal["displaced"]:
+            raw.move_to(item["path"], backup, item["moved_to"])
+        for rel, item in moves.items():
+            if rel not in back:
+                _restore(raw, backup, item, from_moved=True)
+        for rel in restore_copies:
+            _restore(raw, backup, copies[rel], from_moved=False)
+    except RunbookError as exc:
+        raise RunbookError(
+            f"undo stopped halfway: {exc}. Files written since the rollback are in "
+            f"{backup.root}/{undo_dir}/displaced (listed in {undo_dir}/{JOURNAL_NAME}); the "
+            f"moved files not yet back are in {backup.root}/moved. Fix the cause and run undo "
+            f"again with journal_path={uri}: it resumes, keeping what is already back") from None
     after = raw.walk()
     same_files = {rel: e.size for rel, e in after.items()} == {
         rel: m["size"] for rel, m in manifest.items()}

@@ -135,3 +135,32 @@ def category_counts(counts: dict, title: str = "Join keys per category"):
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def state_history(rows, memory, commit_share, late_rows, title: str = "State over time"):
+    """Four panels over batches, one line per operator (tables from ``History.series`` and
+    ``monitoring``): rows in state, memoryUsedBytes (MiB), commit time as a share of the batch, and
+    rows dropped behind the watermark (bars)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(10, 6), sharex=True)
+    panels = [(axes[0][0], rows, 1, "rows in state"),
+              (axes[0][1], memory, 1024 ** 2, "memoryUsedBytes (MiB)"),
+              (axes[1][0], commit_share, 0.01, "commit per instance (% of batch)")]
+    for ax, table, scale, label in panels:
+        for column in table.columns:
+            ax.plot(table.index, table[column].astype(float) / scale, marker=".", label=column)
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=8)
+    ax = axes[1][1]
+    width = 0.8 / max(len(late_rows.columns), 1)
+    for i, column in enumerate(late_rows.columns):
+        ax.bar(late_rows.index + i * width, late_rows[column].astype(float), width, label=column)
+    ax.set_title("rows dropped behind the watermark", fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+    for ax in axes[1]:
+        ax.set_xlabel("batch id")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig

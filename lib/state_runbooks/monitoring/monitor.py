@@ -155,3 +155,17 @@ def summarize(run: MonitorRun, verdicts: list[Verdict]) -> None:
         "batch_duration_ms": h.batches["batch_duration_ms"].astype(int).tolist(),
         "operators": operators_summary(h),
     })
+
+
+def plot(history: History, title: str = ""):
+    """The state-over-time figure of a history (``plots.state_history``)."""
+    from .. import plots
+    ops = history.operators
+    share = ops.assign(share=ops["commit_time_ms"] / ops["num_state_store_instances"].clip(lower=1)
+                       / ops["batch_id"].map(history.batches.set_index("batch_id")
+                                             ["batch_duration_ms"]).clip(lower=1))
+    shares = History(history.query_id, history.query_name, history.batches, share).series("share")
+    return plots.state_history(history.series("num_rows_total"),
+                               history.series("memory_used_bytes"), shares,
+                               history.series("num_rows_dropped_by_watermark"),
+                               title or f"State of query {history.query_name or history.query_id}")

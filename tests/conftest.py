@@ -5,7 +5,9 @@ changes files copies one first (``copy_checkpoint``).
 """
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 
 import pytest
 
@@ -62,3 +64,21 @@ def run_notebook(tmp_path):
     def run(name: str, **parameters):
         return execute(resolve_notebook(name), tmp_path, parameters, html=False)
     return run
+
+
+# -- one small checkpoint per operator shape, shared by the tests of every runbook -----------------
+
+
+@pytest.fixture(scope="session")
+def shape_demo(demo_factory):
+    """``shape_demo(workload)`` -> DemoRun: a tiny checkpoint (3 batches of 10 rows, 2 partitions)
+    of an operator shape (dedup_within_watermark, join_v3, session_window, pandas_with_state,
+    transform_with_state, limit, or any other workload), built once per test run."""
+    def demo(workload: str, batches: int = 3):
+        return demo_factory(workload, batches=batches, rows_per_batch=10, partitions=2)
+    return demo
+
+
+# Python workers (applyInPandasWithState, transformWithState) run PYSPARK_PYTHON, else "python3"
+# from PATH, which need not be this interpreter nor have pyarrow: pin it before the session starts.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

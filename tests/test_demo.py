@@ -27,7 +27,7 @@ def test_continuing_adds_exactly_the_asked_batches(spark, demo_factory, copy_che
     assert Checkpoint(spark, path).commit_batch_ids == list(range(6))
 
 
-def test_join_demo_builds_the_seed_cases(spark, demo_factory):
+def test_join_demo_builds_the_mismatch_cases(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("join").checkpoint_path)
     right = {r.key.field0 for r in read_state(ckpt, 0, "right-keyWithIndexToValue").collect()}
     assert any(k.startswith("missing-") for k in right)  # payments for orders that do not exist
@@ -41,3 +41,24 @@ def test_join_demo_builds_the_seed_cases(spark, demo_factory):
 def test_bad_demo_arguments(spark, tmp_path, kwargs, message):
     with pytest.raises(RunbookError, match=message):
         build_demo_checkpoint(spark, checkpoint_path=str(tmp_path / "c"), **kwargs)
+
+
+# The operator each newer demo workload runs, as Spark's state-metadata names it.
+SHAPE_OPERATORS = {
+    "dedup_within_watermark": "dedupeWithinWatermark",
+    "join_v3": "symmetricHashJoin",
+    "session_window": "sessionWindowStateStoreSaveExec",
+    "pandas_with_state": "applyInPandasWithState",
+    "transform_with_state": "transformWithStateInPySparkExec",
+    "limit": "globalLimit",
+}
+
+
+@pytest.mark.parametrize("workload", sorted(SHAPE_OPERATORS))
+def test_shape_workloads_write_state_that_spark_describes(spark, shape_demo, workload):
+    run = shape_demo(workload)
+    rows = spark.read.format("state-metadata").load(run.checkpoint_path).collect()
+    assert {r.operatorName for r in rows} == {SHAPE_OPERATORS[workload]}
+    assert {r.maxBatchId for r in rows} == {2}
+    assert [p["batchId"] for p in run.progress] == [0, 1, 2]
+    assert run.last_state_operators[0]["numRowsTotal"] > 0

@@ -21,13 +21,22 @@ from .session import session_conf
 DEMO_START_MS = 1_700_000_000_000
 
 WORKLOADS = ("dedup", "window_agg", "join", "two_operators", "join_left_outer", "join_composite",
-             "window_agg_many_users")
+             "window_agg_many_users", "dedup_within_watermark", "join_v3", "session_window",
+             "pandas_with_state", "transform_with_state", "limit")
+# Workloads whose state only Spark's RocksDB provider can keep: with provider "hdfs" they run on
+# "rocksdb" (DemoRun.provider says which ran).
+ROCKSDB_ONLY_WORKLOADS = ("join_v3", "transform_with_state")
+# Session confs a workload needs beyond the provider's.
+WORKLOAD_CONF = {"join_v3": {"spark.sql.streaming.join.stateFormatVersion": "3"}}
+SESSION_GAP_SECONDS = 2  # session_window: a user idle longer than this closes its session
+TIMEOUT_SECONDS = 3  # pandas_with_state / transform_with_state: a key idle this long expires
+LIMIT_ROWS = 50  # limit: the streaming limit
 PROVIDERS = ("hdfs", "rocksdb", "rocksdb_changelog")
 
-# The join demo (orders and payments, after the seed blog post), in seconds of event time. Each batch
-# is 1 s of event time, so with these values a row that never finds its match is evicted by the
-# watermark 7 batches after it arrived (2 s watermark delay + 3 s bound + the watermark lagging one
-# batch behind the data it was computed from).
+# The join demo (orders and payments, as in a widely read tutorial), in seconds of event time. Each
+# batch is 1 s of event time, so with these values a row that never finds its match is evicted by
+# the watermark 7 batches after it arrived (2 s watermark delay + 3 s bound + the watermark lagging
+# one batch behind the data it was computed from).
 JOIN_WATERMARK_SECONDS = 2
 JOIN_LOWER_BOUND_SECONDS = 3  # order_time >= payment_time - 3 s
 JOIN_UPPER_BOUND_SECONDS = 3  # order_time <= payment_time + 3 s
@@ -107,7 +116,7 @@ def _window_agg(df):
 
 
 def orders_and_payments(spark, rows_per_batch: int):
-    """The seed's orders/payments streams with its mismatch cases built in, by ``value % 10``
+    """Orders and payments streams with the usual mismatch cases built in, by ``value % 10``
     (``JOIN_CASES``); the order ``ord-<v>`` and the payment ``pay-<v>`` come from the same value ``v``:
 
     - 0: the payment names an order that does not exist (``missing-<v>``); order ``ord-<v>`` never
@@ -185,6 +194,91 @@ def _join(spark, rows_per_batch: int, how: str = "inner", composite: bool = Fals
         "p.payment_amount", "p.payment_time")
 
 
+def _users(spark, rows_per_batch: int, users: int = 5):
+    """``user_id`` (``user-<n>``), ``event_id``, ``amount``, ``event_time`` and the batch number
+    ``second`` (event time in seconds since ``DEMO_START_MS``), with a 5-second watermark."""
+    from pyspark.sql import functions as F
+    return _rate(spark, rows_per_batch).select(
+        (F.col("value") % users).alias("user"),
+        F.concat(F.lit("user-"), (F.col("value") % users).cast("string")).alias("user_id"),
+        F.concat(F.lit("evt-"), F.col("value").cast("string")).alias("event_id"),
+        (F.col("value") % 100).alias("amount"),
+        ((F.unix_millis("timestamp") - F.lit(DEMO_START_MS)) / 1000).cast("long").alias("second"),
+        F.col("timestamp").alias("event_time"),
+    ).withWatermark("event_time", "5 seconds")
+
+
+def _session_window(spark, rows_per_batch: int):
+    """Per-user sessions: each user is active in 2 batches out of 4, so a session closes after
+    ``SESSION_GAP_SECONDS`` of silence and the next one opens 2 batches later."""
+    from pyspark.sql import functions as F
+    events = _users(spark, rows_per_batch).where((F.col("second") + F.col("user")) % 4 < 2)
+    return (events.groupBy(F.session_window("event_time", f"{SESSION_GAP_SECONDS} seconds"),
+                           "user_id")
+            .agg(F.count("*").alias("events")))
+
+
+def _idle_users(spark, rows_per_batch: int):
+    """Users 0-2 send events every batch; users 3 and 4 stop after batch 1, so their keys time out
+    (``TIMEOUT_SECONDS`` of event time without events)."""
+    from pyspark.sql import functions as F
+    return _users(spark, rows_per_batch).where((F.col("user") < 3) | (F.col("second") < 2))
+
+
+def _count_with_event_time_timeout(key, frames, state):
+    """applyInPandasWithState: events per user; a user idle for ``TIMEOUT_SECONDS`` of event time
+    times out and is removed. Event-time timeouts fire on the watermark, so the demo needs no
+    processing-time (and no no-data) batches."""
+    import pandas as pd
+    if state.hasTimedOut:
+        (events,) = state.get
+        state.remove()
+        yield pd.DataFrame({"user_id": [key[0]], "events": [events], "expired": [True]})
+        return
+    events = state.get[0] if state.exists else 0
+    newest_ms = 0
+    for frame in frames:
+        events += len(frame)
+        newest_ms = max(newest_ms, int(frame["event_time"].max().timestamp() * 1000))
+    state.update((events,))
+    state.setTimeoutTimestamp(newest_ms + TIMEOUT_SECONDS * 1000)
+    yield pd.DataFrame({"user_id": [key[0]], "events": [events], "expired": [False]})
+
+
+def _ship_to_workers(*modules) -> None:
+    """Pickle the Python functions and classes of ``modules`` by value, so that Python workers
+    run them without this package installed (local mode's workers may use another interpreter;
+    a cluster's executors do not have it)."""
+    from pyspark import cloudpickle
+    for module in modules:
+        cloudpickle.register_pickle_by_value(module)
+
+
+def _pandas_with_state(spark, rows_per_batch: int):
+    import sys
+
+    from pyspark.sql.streaming.state import GroupStateTimeout
+    _ship_to_workers(sys.modules[__name__])
+    return (_idle_users(spark, rows_per_batch).select("user_id", "event_time")
+            .groupBy("user_id")
+            .applyInPandasWithState(_count_with_event_time_timeout,
+                                    "user_id string, events long, expired boolean",
+                                    "events long", "append", GroupStateTimeout.EventTimeTimeout))
+
+
+def _transform_with_state(spark, rows_per_batch: int):
+    """transformWithState with a value (with TTL), a list and a map variable and a processing-time
+    timer per user (see ``UserActivity``)."""
+    from . import demo_processor
+    from .demo_processor import UserActivity
+    _ship_to_workers(demo_processor)
+    return (_idle_users(spark, rows_per_batch).select("user_id", "event_id", "amount",
+                                                      "event_time")
+            .groupBy("user_id")
+            .transformWithState(UserActivity(), "user_id string, events long", "Append",
+                                "ProcessingTime"))
+
+
 def demo_query(spark, workload: str, rows_per_batch: int):
     """The streaming DataFrame of a demo workload (all run in append mode)."""
     if workload == "dedup":
@@ -203,6 +297,18 @@ def demo_query(spark, workload: str, rows_per_batch: int):
         # One user per two events of a batch: the state holds a row per user and open window, and
         # every batch of a 3 s window updates the same keys again.
         return _window_agg(_events(spark, rows_per_batch, users=max(5, rows_per_batch // 2)))
+    if workload == "dedup_within_watermark":
+        return _events(spark, rows_per_batch).dropDuplicatesWithinWatermark(["event_id"])
+    if workload == "join_v3":
+        return _join(spark, rows_per_batch)
+    if workload == "session_window":
+        return _session_window(spark, rows_per_batch)
+    if workload == "pandas_with_state":
+        return _pandas_with_state(spark, rows_per_batch)
+    if workload == "transform_with_state":
+        return _transform_with_state(spark, rows_per_batch)
+    if workload == "limit":
+        return _rate(spark, rows_per_batch).limit(LIMIT_ROWS)
     raise RunbookError(f"demo workload {workload!r} is not known: use one of {', '.join(WORKLOADS)}")
 
 
@@ -212,6 +318,14 @@ def new_demo_path(workload: str) -> str:
     if is_databricks():
         return f"dbfs:/tmp/state-runbooks-demo/{workload}-{uuid.uuid4().hex[:8]}"
     return os.path.join(tempfile.mkdtemp(prefix="state-runbooks-demo-"), workload)
+
+
+def demo_provider(workload: str, provider: str) -> str:
+    """The provider a workload runs on: ``provider``, except ``hdfs`` becomes ``rocksdb`` for the
+    workloads only RocksDB can keep (``ROCKSDB_ONLY_WORKLOADS``)."""
+    if provider == "hdfs" and workload in ROCKSDB_ONLY_WORKLOADS:
+        return "rocksdb"
+    return provider
 
 
 def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
@@ -226,7 +340,8 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
         raise RunbookError(f"batches must be at least 1, got {batches}")
     conf = {"spark.sql.shuffle.partitions": str(partitions),
             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
-            **provider_conf(provider), **(extra_conf or {})}
+            **provider_conf(demo_provider(workload, provider)), **WORKLOAD_CONF.get(workload, {}),
+            **(extra_conf or {})}
     progress = []
     with session_conf(spark, conf):
         df = demo_query(spark, workload, rows_per_batch)
@@ -251,4 +366,5 @@ def build_demo_checkpoint(spark, workload: str = "two_operators", checkpoint_pat
     path = checkpoint_path or new_demo_path(workload)
     progress = run_demo_batches(spark, workload, path, batches, provider, rows_per_batch,
                                 partitions, extra_conf)
-    return DemoRun(path, workload, provider, batches, rows_per_batch, partitions, progress)
+    return DemoRun(path, workload, demo_provider(workload, provider), batches, rows_per_batch,
+                   partitions, progress)

@@ -66,6 +66,49 @@ def run_notebook(tmp_path):
     return run
 
 
+# -- real servers, started once per test run from the installed pyspark ----------------------------
+@pytest.fixture(scope="session")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server on a free loopback port (stopped at the end of the run)."""
+    from state_runbooks.local_servers import start_connect_server
+    server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server):
+    """A Spark Connect session on that server, beside the classic ``spark`` of this process.
+
+    pyspark's functions build Connect columns only while SPARK_CONNECT_MODE_ENABLED is set, so call
+    library code for this session inside ``with on_connect():``."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+    return ConnectSession.builder.remote(connect_server.url).getOrCreate()
+
+
+@pytest.fixture
+def on_connect(connect_spark, monkeypatch):
+    """``with on_connect(): ...`` runs library code as in a notebook whose session is Connect."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def connect_mode():
+        with monkeypatch.context() as patch:
+            patch.setenv("SPARK_CONNECT_MODE_ENABLED", "1")
+            yield connect_spark
+
+    return connect_mode
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(tmp_path_factory):
+    """A standalone cluster on loopback: one master and one worker process."""
+    from state_runbooks.local_servers import start_standalone_cluster
+    cluster = start_standalone_cluster(str(tmp_path_factory.mktemp("servers") / "cluster.log"))
+    yield cluster
+    cluster.stop()
+
+
 # -- one small checkpoint per operator shape, shared by the tests of every runbook -----------------
 
 

@@ -1,4 +1,4 @@
-"""File access through Hadoop's FileSystem API in the Spark JVM.
+"""File access through Hadoop's FileSystem API in the Spark JVM (classic sessions).
 
 Going through the JVM instead of ``os``/``open`` means the same code reads and changes checkpoints on
 ``file:``, ``hdfs://``, ``s3a://``, ``abfss://``, ``gs://`` and ``dbfs:/``, with the credentials the
@@ -29,6 +29,8 @@ class FileEntry:
 class HadoopFS:
     """A Hadoop FileSystem rooted at one folder."""
 
+    can_modify = True  # the JVM client writes, copies and renames on any Hadoop file system
+
     def __init__(self, spark, root: str):
         self._spark = spark
         self._jvm = spark._jvm
@@ -57,6 +59,9 @@ class HadoopFS:
             self._path_class = self._jvm.org.apache.hadoop.fs.Path
         return self._path_class(self.uri(rel))
 
+    def refresh(self) -> None:
+        """Nothing cached here: every call asks the file system."""
+
     # -- reading --------------------------------------------------------------------------------
     def exists(self, rel: str = "") -> bool:
         return bool(self._fs.exists(self._path(rel)))
@@ -64,11 +69,6 @@ class HadoopFS:
     def is_dir(self, rel: str = "") -> bool:
         path = self._path(rel)
         return bool(self._fs.exists(path) and self._fs.getFileStatus(path).isDirectory())
-
-    def status(self, rel: str) -> FileEntry:
-        st = self._fs.getFileStatus(self._path(rel))
-        return FileEntry(rel.rsplit("/", 1)[-1], bool(st.isDirectory()), int(st.getLen()),
-                         int(st.getModificationTime()))
 
     def list(self, rel: str = "") -> list[FileEntry]:
         """Entries of a directory, sorted by name; an absent directory lists as empty."""
@@ -109,18 +109,6 @@ class HadoopFS:
             stream.write(bytearray(data))
         finally:
             stream.close()
-
-    def mkdirs(self, rel: str) -> None:
-        self._fs.mkdirs(self._path(rel))
-
-    def rename(self, src_rel: str, dst_rel: str) -> None:
-        """Move a file or folder; the destination's parent is created. Never overwrites."""
-        dst = self._path(dst_rel)
-        if self._fs.exists(dst):
-            raise RunbookError(f"refusing to move {src_rel} onto existing {dst_rel}")
-        self._fs.mkdirs(dst.getParent())
-        if not self._fs.rename(self._path(src_rel), dst):
-            raise RunbookError(f"could not move {self.uri(src_rel)} to {self.uri(dst_rel)}")
 
     # -- additions for repairs that must be reversible (recovery) --------------------------------
     @property

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from .errors import RunbookError, RunbookFailed
@@ -100,15 +101,26 @@ def reaches(status: str, fail_on: str) -> bool:
     return STATUSES.index(status) >= STATUSES.index(fail_on)
 
 
+def is_uri(path: str) -> bool:
+    """Whether ``path`` names a file system (``s3a://b/x``, ``dbfs:/x``, ``file:/x``) rather than a
+    local path (``/x``, ``out/x``, ``/Volumes/...``, ``C:\\x``)."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", path) is not None
+
+
 def write_summary(summary: Summary, path: str, spark=None) -> str:
-    """Write the summary JSON to a local path, or through Hadoop's FileSystem for a URI."""
+    """Write the summary JSON to a local path, or to a file system URI through the session's file
+    access (Hadoop's FileSystem on classic sessions, ``dbutils.fs`` on Databricks' Connect)."""
     text = json.dumps(summary.to_dict(), indent=2, sort_keys=False) + "\n"
-    if "://" in path and not path.startswith("file:"):
-        from .hadoop_fs import HadoopFS
+    if is_uri(path) and not path.startswith("file:"):
+        from .file_access import open_fs
         if spark is None:
             raise RunbookError(f"writing the summary to {path} needs a Spark session")
-        parent, name = path.rsplit("/", 1)
-        HadoopFS(spark, parent).write_bytes(name, text.encode("utf-8"), overwrite=True)
+        parent, name = path.rstrip("/").rsplit("/", 1)
+        fs = open_fs(spark, parent)
+        if not fs.can_modify:
+            raise RunbookError(f"cannot write the summary to {path} from a Spark Connect session "
+                               "outside Databricks: give summary_path a local path")
+        fs.write_bytes(name, text.encode("utf-8"), overwrite=True)
         return path
     import pathlib
     local = pathlib.Path(path.removeprefix("file://").removeprefix("file:"))

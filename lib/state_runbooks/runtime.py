@@ -59,5 +59,3 @@ def provider_kind(provider_class: str | None) -> str:
     return "unknown"
 
 
-def spark_version(spark) -> str:
-    return spark.version

@@ -61,7 +61,14 @@ class OperatorInfo:
     operator_id: int
     operator_name: str
     stores: tuple[StoreInfo, ...]
-    source: str  # "state-metadata" or "files" (no operator metadata: read from the folder layout)
+    # Where the operator was found: "state-metadata" (Spark's source), "metadata-file" (its
+    # _metadata file read directly, when Spark's source returned nothing for it) or "files" (no
+    # operator metadata at all, e.g. written by Spark 3.x: inferred from the folder layout).
+    source: str
+    # Spark's operatorProperties (e.g. stateVariables of transformWithState, useVirtualColumnFamilies
+    # of a join in state format 3); empty when Spark records none.
+    properties: dict = field(default_factory=dict, compare=False)
+    metadata_version: int | None = None  # 1: _metadata/metadata, 2: _metadata/v2/<batch>
 
     @property
     def num_partitions(self) -> int:
@@ -123,6 +130,7 @@ class Checkpoint:
         self.spark = spark
         self.fs = open_fs(spark, str(path).strip())
         self.root = self.fs.root
+        self.state_metadata_error: str | None = None
         self._validate_root(require_state)
 
     # -- validation -----------------------------------------------------------------------------
@@ -283,8 +291,34 @@ class Checkpoint:
 
     @functools.cached_property
     def _state_metadata_rows(self) -> list:
-        with spark_errors(f"reading state-metadata of {self.root}"):
-            return self.spark.read.format("state-metadata").load(self.root).collect()
+        """Spark's ``state-metadata`` rows; none when Spark cannot read them (the error is kept in
+        ``state_metadata_error`` and the operators come from their files instead)."""
+        try:
+            with spark_errors(f"reading state-metadata of {self.root}"):
+                return self.spark.read.format("state-metadata").load(self.root).collect()
+        except RunbookError as exc:
+            self.state_metadata_error = str(exc)
+            return []
+
+    def _metadata_version(self, op: int) -> int | None:
+        if self.fs.is_dir(f"state/{op}/_metadata/v2"):
+            return 2
+        return 1 if self.fs.exists(f"state/{op}/_metadata/metadata") else None
+
+    def _metadata_file(self, op: int) -> dict | None:
+        """The operator's own metadata file (v2: the newest ``_metadata/v2/<batch>``), parsed;
+        None when it is missing or unreadable. Used only when ``state-metadata`` has no row for the
+        operator (Spark's source returns no rows at all once one operator's file is missing)."""
+        rel = f"state/{op}/_metadata/metadata"
+        if self.fs.is_dir(f"state/{op}/_metadata/v2"):
+            ids = _batch_ids(self.fs, f"state/{op}/_metadata/v2")
+            rel = f"state/{op}/_metadata/v2/{ids[-1]}" if ids else rel
+        try:
+            lines = self.fs.read_text(rel).splitlines()
+            meta = json.loads(lines[1]) if len(lines) > 1 else None
+        except Exception:  # noqa: BLE001 - missing, unreadable or garbage: no metadata
+            return None
+        return meta if isinstance(meta, dict) and "operatorInfo" in meta else None
 
     @functools.cached_property
     def _operators(self) -> list[OperatorInfo]:
@@ -295,16 +329,29 @@ class Checkpoint:
         operators = []
         for op in sorted(set(by_op) | set(layout.partitions)):
             rows = by_op.get(op)
+            version = self._metadata_version(op)
             if rows:
                 stores = tuple(StoreInfo(op, r.operatorName, r.stateStoreName, int(r.numPartitions),
                                          _int_or_none(r.minBatchId), _int_or_none(r.maxBatchId))
                                for r in sorted(rows, key=lambda r: r.stateStoreName))
-                operators.append(OperatorInfo(op, rows[0].operatorName, stores, "state-metadata"))
+                props = _json_dict(rows[0].operatorProperties)
+                operators.append(OperatorInfo(op, rows[0].operatorName, stores, "state-metadata",
+                                              props, version))
                 continue
-            # No operator metadata (written before Spark 3.5, or lost): infer from the folders.
             versions = [f.version for f in layout.files if f.operator_id == op]
             lo = min(versions) - 1 if versions else None
             hi = max(versions) - 1 if versions else None
+            meta = self._metadata_file(op) if version else None
+            if meta is not None:
+                name = str(meta["operatorInfo"].get("operatorName", "unknown"))
+                stores = tuple(StoreInfo(op, name, str(s.get("storeName", DEFAULT_STORE)),
+                                         int(s.get("numPartitions", 0)), lo, hi)
+                               for s in meta.get("stateStoreInfo", []))
+                operators.append(OperatorInfo(op, name, stores, "metadata-file",
+                                              _json_dict(meta.get("operatorPropertiesJson")),
+                                              version))
+                continue
+            # No operator metadata (written before Spark 3.5, or lost): infer from the folders.
             parts = len(layout.partitions[op])
             names = sorted(layout.stores[op]) or [DEFAULT_STORE]
             stores = tuple(StoreInfo(op, "unknown", s, parts, lo, hi) for s in names)
@@ -386,10 +433,21 @@ class Checkpoint:
         """Forget cached listings (after the query ran more batches or a repair moved files)."""
         for name in ("_layout", "_state_metadata_rows", "_operators", "pinned_conf"):
             self.__dict__.pop(name, None)
+        self.state_metadata_error = None
         return self
 
     def __repr__(self) -> str:
         return f"Checkpoint({self.root!r})"
+
+
+def _json_dict(text) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _int_or_none(value) -> int | None:

@@ -8,24 +8,61 @@ from __future__ import annotations
 from functools import reduce
 
 from .checkpoint import DEFAULT_STORE, Checkpoint
-from .errors import spark_errors
+from .errors import RunbookError, spark_errors
+from .operators import StateUnit, find_unit, state_units
 
 
 def read_state(ckpt: Checkpoint, operator_id: int = 0, store_name: str = DEFAULT_STORE,
-               batch_id: int = -1):
-    """The state of one store at one batch as a DataFrame (``key``, ``value``, ``partition_id``).
+               batch_id: int = -1, state_variable: str | None = None, options: dict | None = None):
+    """The state of one store (or one state variable of transformWithState) at one batch as a
+    DataFrame: ``key``, ``value``, ``partition_id`` for stores; per-variable columns otherwise
+    (lists and maps flattened, one row per element, as Spark's reader gives them by default).
 
-    Spark's reader opens state lazily: a corrupt file fails when an action runs, so wrap actions on
-    the result in :func:`~state_runbooks.errors.spark_errors` too.
+    The reader options come from the operator model (``operators.state_units``); ``options``
+    adds or overrides some (e.g. ``flattenCollectionTypes``). Spark's reader opens state lazily:
+    a corrupt file fails when an action runs, so wrap actions on the result in
+    :func:`~state_runbooks.errors.spark_errors` too.
     """
-    ckpt.store(operator_id, store_name)
-    batch = ckpt.resolve_batch(batch_id, operator_id)
-    with spark_errors(f"reading state of operator {operator_id} store {store_name} at batch {batch}"):
-        return (ckpt.spark.read.format("statestore")
-                .option("operatorId", operator_id)
-                .option("storeName", store_name)
-                .option("batchId", batch)
-                .load(ckpt.root))
+    unit = (find_unit(ckpt, operator_id, store_name, state_variable)
+            or _unlisted_store(ckpt, operator_id, store_name, state_variable))
+    return read_unit(ckpt, unit, batch_id, options)
+
+
+def _unlisted_store(ckpt: Checkpoint, operator_id: int, store_name: str,
+                    state_variable: str | None) -> StateUnit:
+    """A store the checkpoint lists but the model reads otherwise (a join in state format 3 read
+    as ``default``): read as asked, Spark's reader decides. Anything else: the one-line error
+    naming what can be read."""
+    units = state_units(ckpt, operator_id)
+    variables = sorted(u.state_variable for u in units if u.state_variable)
+    operator = ckpt.operator(operator_id)
+    if variables and state_variable is None:
+        raise RunbookError(f"operator {operator_id} ({operator.operator_name}) keeps its state in "
+                           f"state variables: pass state_variable, one of {', '.join(variables)}")
+    if state_variable is not None:
+        raise RunbookError(f"operator {operator_id} ({operator.operator_name}) has no state "
+                           f"variable {state_variable!r}; its variables: "
+                           f"{', '.join(variables) or 'none'}")
+    names = sorted({u.store_name for u in units})
+    if names and store_name not in {s.store_name for s in operator.stores}:
+        raise RunbookError(f"operator {operator_id} ({operator.operator_name}) has no store "
+                           f"{store_name!r}; its stores: {', '.join(names)}")
+    store = ckpt.store(operator_id, store_name)
+    return StateUnit(operator_id, store.operator_name, store_name, None, "store",
+                     store.num_partitions, tuple(range(store.num_partitions)),
+                     {"storeName": store_name})
+
+
+def read_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int = -1, options: dict | None = None):
+    """The state of one unit of the operator model at one batch (-1: last committed)."""
+    batch = ckpt.resolve_batch(batch_id, unit.operator_id)
+    reader = (ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
+              .option("batchId", batch))
+    for name, value in {**unit.options, **(options or {})}.items():
+        reader = reader.option(name, value)
+    with spark_errors(f"reading state of operator {unit.operator_id} {unit.label} at batch "
+                      f"{batch}"):
+        return reader.load(ckpt.root)
 
 
 def unsafe_row_size(column, schema):
@@ -86,13 +123,12 @@ def unsafe_row_size(column, schema):
 
 
 def union_over_batches(ckpt: Checkpoint, operator_id: int, store_name: str, batch_ids: list[int],
-                       columns):
+                       columns, state_variable: str | None = None):
     """One DataFrame over several batches' state (``batch_id`` added), for a single Spark job."""
     from pyspark.sql import functions as F
 
-    frames = [read_state(ckpt, operator_id, store_name, b).select(F.lit(b).alias("batch_id"),
-                                                                    *columns)
-              for b in batch_ids]
+    frames = [read_state(ckpt, operator_id, store_name, b, state_variable)
+              .select(F.lit(b).alias("batch_id"), *columns) for b in batch_ids]
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 

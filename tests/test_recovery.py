@@ -9,8 +9,10 @@ of the library.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import math
 import os
 import shutil
 import time
@@ -24,6 +26,7 @@ from state_runbooks import recovery
 from state_runbooks.checkpoint import Checkpoint
 from state_runbooks.demo import demo_query
 from state_runbooks.errors import RunbookError
+from state_runbooks.operators import find_unit
 
 PROVIDERS = ("hdfs", "rocksdb", "rocksdb_changelog")
 BATCHES = 4  # batches 0..3; the state of batch b is version b + 1
@@ -348,3 +351,206 @@ def test_rollback_then_undo_with_papermill(spark, setups, copy_checkpoint, run_n
     assert tree_sha(path) == faulted
     with pytest.raises(RunbookError, match="was already undone"):
         recovery.undo(Checkpoint(spark, path))
+
+
+# -- every operator shape, with and without .crc sidecars -------------------------------------------
+SHAPES = ("dedup", "window_agg", "join", "dedup_within_watermark", "join_v3", "session_window",
+          "pandas_with_state", "transform_with_state", "limit")
+# join_v3, transform_with_state and limit need the operator model: Spark's default read of a
+# join in state format 3 or of transformWithState fails (a reader limit), and a streaming limit
+# keeps state in partition 0 only, whatever numPartitions says.
+# One representative fault per shape not already in the fault matrix: (fault, operator).
+SHAPE_FAULTS = {"dedup_within_watermark": "break_middle", "session_window": "garbage_latest",
+                "pandas_with_state": "truncate_latest", "join_v3": "garbage_latest",
+                "transform_with_state": "break_middle", "limit": "break_middle"}
+
+
+def without_sidecars(path: str) -> str:
+    """What an object store holds: the same files, no ``.crc`` sidecars."""
+    for crc in Path(path).rglob(".*.crc"):
+        crc.unlink()
+    return path
+
+
+def status_of(spark, ckpt, diag) -> str:
+    from state_runbooks.results import Summary
+    summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
+    recovery.summarize(summary, diag, recovery.plan_rollback(ckpt, diag), None)
+    return summary.status
+
+
+@pytest.fixture(scope="module")
+def shapes(demo_factory):
+    return lambda shape: demo_factory(shape, "hdfs", 3, rows_per_batch=10, partitions=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_healthy_shape_is_ok_with_and_without_sidecars(spark, shapes, copy_checkpoint,
+                                                             shape):
+    path = copy_checkpoint(shapes(shape).checkpoint_path)
+    for sidecars in (True, False):
+        if not sidecars:
+            without_sidecars(path)
+        ckpt = Checkpoint(spark, path)
+        diag = recovery.diagnose(ckpt)
+        assert diag.nothing_broken, (recovery.problem_lines(diag), recovery.load_lines(diag))
+        assert recovery.plan_rollback(ckpt, diag).moves == []
+        assert status_of(spark, ckpt, diag) == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", sorted(SHAPE_FAULTS))
+def test_a_broken_shape_without_sidecars_names_the_file(spark, shapes, copy_checkpoint, shape):
+    """Damage only Spark can see (no .crc sidecars, as on object stores and over Spark Connect):
+    the file at fault is found by Spark's own loads, with its error class."""
+    path = without_sidecars(copy_checkpoint(shapes(shape).checkpoint_path))
+    ckpt = Checkpoint(spark, path)
+    broken = recovery.inject_fault(ckpt, SHAPE_FAULTS[shape])
+    diag = recovery.diagnose(ckpt)
+    named = {p.path: p for p in diag.problems}
+    assert broken in named, recovery.problem_lines(diag)
+    assert named[broken].error_class.startswith("CANNOT_LOAD_STATE_STORE"), named[broken]
+    assert diag.state_does_not_load and status_of(spark, ckpt, diag) == "critical"
+    assert broken in recovery.plan_rollback(ckpt, diag).moves
+
+
+def test_a_garbage_delta_in_the_middle_without_sidecars(spark, setups, copy_checkpoint):
+    """Same size, garbage bytes, no .crc: nothing on disk looks wrong; Spark's loads name it.
+    The single-version change feed reads exactly that version's file (a later one reads fine)."""
+    run, _ = setups("hdfs")
+    path = without_sidecars(copy_checkpoint(run.checkpoint_path))
+    ckpt = Checkpoint(spark, path)
+    target = "state/1/1/2.delta"
+    data = (Path(path) / target).read_bytes()
+    (Path(path) / target).write_bytes(hashlib.sha256(b"x").digest() * (len(data) // 32 + 1))
+    os.truncate(Path(path) / target, len(data))
+    diag = recovery.diagnose(ckpt)
+    assert [(p.path, p.error_class) for p in diag.problems] == [
+        (target, "CANNOT_LOAD_STATE_STORE.UNCATEGORIZED")]
+    assert diag.last_good_batch_id == 0
+    assert diag.loads <= len(diag.load_test) + math.ceil(math.log2(BATCHES)) + 1
+    # What the search relies on, seen on the installed Spark: the change feed of one batch reads
+    # that version's file only, and its error names the failed task (= the partition folder).
+    def changes(batch):
+        return (spark.read.format("statestore").option("operatorId", 1)
+                .option("readChangeFeed", True).option("changeStartBatchId", batch)
+                .option("changeEndBatchId", batch).load(path))
+    with pytest.raises(Exception, match=r"Lost task 1\.0"):
+        changes(1).count()
+    assert changes(2).count() > 0
+
+
+def test_a_reader_limit_is_unknown_never_critical(spark, setups, copy_checkpoint):
+    """A unit the reader cannot read (here: a reader option Spark refuses) is "unknown" with no
+    plan, while the same files are sound."""
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    ckpt = Checkpoint(spark, path)
+    limited = dataclasses.replace(find_unit(ckpt, 1), state_variable="no-such-variable",
+                                  options={"stateVarName": "no-such-variable"})
+    result = recovery.load_unit(ckpt, limited, LAST)
+    assert not result.ok and result.reader_limit and not result.damaged
+    assert result.error_class.startswith("STDS_")
+    assert recovery.is_store_load_failure("CANNOT_LOAD_STATE_STORE.UNCATEGORIZED")
+    assert not recovery.is_store_load_failure("STDS_FAILED_TO_READ_STATE_SCHEMA")
+    diag = recovery.diagnose(ckpt)
+    diag.load_test.append(result)
+    assert not diag.state_does_not_load and diag.verdict().startswith("unknown: Spark's reader "
+                                                                      "cannot read 1/no-such")
+    plan = recovery.plan_rollback(ckpt, diag)
+    assert plan.target_batch_id is None and plan.moves == []
+    assert status_of(spark, ckpt, diag) == "warning"
+
+
+def test_gaps_are_reported_without_state(spark, tmp_path):
+    from state_runbooks.demo import _rate  # noqa: F401 - only the source, no state
+    path = tmp_path / "stateless"
+    from state_runbooks.session import session_conf
+    with session_conf(spark, {"spark.sql.streaming.noDataMicroBatches.enabled": "false"}):
+        for _ in range(3):
+            (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()
+             .writeStream.format("noop").option("checkpointLocation", str(path))
+             .trigger(availableNow=True).start().awaitTermination())
+    shutil.move(path / "offsets/1", tmp_path / "offsets-1")
+    with pytest.raises(RunbookError, match="has no stateful operator"):
+        Checkpoint(spark, str(path))
+    ckpt = Checkpoint(spark, str(path), require_state=False)
+    diag = recovery.diagnose(ckpt)
+    assert "offsets/1" in [p.path for p in diag.problems]
+    assert diag.verdict().startswith("no stateful operator")
+    assert recovery.plan_rollback(ckpt, diag).moves == []
+    assert status_of(spark, ckpt, diag) == "warning"
+
+
+def test_activity_guard_knows_the_trigger_interval(spark, setups, copy_checkpoint,
+                                                    monkeypatch):
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    ckpt = Checkpoint(spark, path)
+    stamps = [ckpt.offsets(b).timestamp_ms for b in ckpt.offset_batch_ids]
+    interval = recovery.trigger_interval_ms(ckpt)
+    assert interval == sorted(b - a for a, b in zip(stamps, stamps[1:]))[(len(stamps) - 1) // 2]
+    newest = max(os.path.getmtime(f"{path}/{d}/{LAST}") for d in ("offsets", "commits"))
+    # A query that triggers hourly and wrote 2 hours ago still looks active; 4 hours: stopped.
+    hourly = 3_600_000
+    monkeypatch.setattr(recovery, "trigger_interval_ms", lambda _ckpt: hourly)
+    two_hours = recovery.check_activity(ckpt, now_ms=int(newest * 1000) + 2 * hourly)
+    four_hours = recovery.check_activity(ckpt, now_ms=int(newest * 1000) + 4 * hourly)
+    assert two_hours.looks_active and "trigger interval of about 3600 s" in two_hours.reasons[0]
+    assert not four_hours.looks_active
+    assert "quiet means nothing written for 10800 s" in four_hours.seen
+
+
+def test_undo_stopped_halfway_says_where_and_resumes(spark, setups, copy_checkpoint, tmp_path):
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    ckpt = Checkpoint(spark, path)
+    recovery.inject_fault(ckpt, "drop_partition", partition_id=1)  # replay from the start
+    age(path)
+    faulted = tree_sha(path)
+    diag = recovery.diagnose(ckpt)
+    plan = recovery.plan_rollback(ckpt, diag)
+    assert plan.target_batch_id == recovery.REPLAY_FROM_START
+    done = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(tmp_path / "b"))
+    assert done.applied and done.verified and not (Path(path) / "state").exists()
+    # Undo after the whole state/ folder went: the checkpoint opens without state.
+    bare = Checkpoint(spark, path, require_state=False)
+    # A moved file and its copy out of reach (say, a storage hiccup): undo stops halfway.
+    moved, copy = tmp_path / "b/moved/state/1/0/2.delta", tmp_path / "b/copy/state/1/0/2.delta"
+    shutil.move(moved, tmp_path / "moved-2.delta")
+    shutil.move(copy, tmp_path / "copy-2.delta")
+    with pytest.raises(RunbookError) as excinfo:
+        recovery.undo(bare, done.journal_path, dry_run=False, force=True)
+    message = str(excinfo.value)
+    assert message.startswith("undo stopped halfway:") and "\n" not in message
+    assert "/displaced" in message and f"journal_path={done.journal_path}" in message
+    shutil.move(tmp_path / "moved-2.delta", moved)
+    shutil.move(tmp_path / "copy-2.delta", copy)
+    resumed = recovery.undo(bare, done.journal_path, dry_run=False, force=True)
+    assert resumed.applied and resumed.verified and tree_sha(path) == faulted
+
+
+@pytest.mark.slow
+def test_connect_diagnoses_and_plans_but_refuses_to_apply(spark, setups, copy_checkpoint,
+                                                          on_connect):
+    """Over Spark Connect (no .crc visible, no file moves outside Databricks): the same file
+    named, the same plan, and the apply step refused in one line with the exact plan."""
+    run, _ = setups("hdfs")
+    path = copy_checkpoint(run.checkpoint_path)
+    broken = recovery.inject_fault(Checkpoint(spark, path), "garbage_latest")
+    age(path)
+    before = tree_sha(path)
+    classic = recovery.diagnose(Checkpoint(spark, path))
+    with on_connect() as connect:
+        ckpt = Checkpoint(connect, path)
+        diag = recovery.diagnose(ckpt)
+        assert diag.sidecars_checked == 0
+        assert broken in [p.path for p in diag.problems], recovery.problem_lines(diag)
+        assert diag.last_good_batch_id == classic.last_good_batch_id == LAST - 1
+        plan = recovery.plan_rollback(ckpt, diag)
+        assert broken in plan.moves
+        outcome = recovery.rollback(ckpt, plan, dry_run=False, force=True)
+    assert not outcome.applied and "on a classic session" in outcome.refused
+    assert "\n" not in outcome.refused and f"  move {broken}" in outcome.lines
+    assert tree_sha(path) == before

@@ -43,7 +43,8 @@ from functools import reduce
 from .checkpoint import _STATE_FILE, Checkpoint, StateFile, _ranges
 from .errors import RunbookError, first_line, spark_errors
 from .file_access import FileEntry, open_fs
-from .state_reader import read_state
+from .operators import StateUnit, find_unit, state_partitions, state_units
+from .state_reader import read_unit
 
 MODES = ("diagnose", "rollback", "undo")
 QUIET_MINUTES = 5  # offsets or commits written more recently than this: the query looks active
@@ -307,7 +308,7 @@ class _Structure:
                 self.add(metadata, "operator metadata missing: Spark's state-metadata source then "
                          "lists no operator of this checkpoint at all (the next batch writes it "
                          "again)")
-            holding = state_partitions(ckpt, op.operator_id, expected)
+            holding = list(state_partitions(ckpt, op.operator_id))
             self.partitions[op.operator_id] = holding
             on_disk = {int(rel.split("/")[2]) for rel in self.inventory
                        if rel.startswith(f"state/{op.operator_id}/")
@@ -461,7 +462,7 @@ class _Structure:
     def on_disk(self, unit) -> list[int]:
         """The partition folders of a unit's store on disk (the reader's tasks, in order)."""
         return sorted(p for (op, store, p), chains in self.chains.items()
-                      if op == unit.operator_id and store == unit.store_name
+                      if op == unit.operator_id and store == unit.files_store
                       and p not in self.missing_partitions.get(op, []))
 
     def retained(self) -> tuple[int, int] | None:
@@ -510,34 +511,19 @@ def operators_of(ckpt: Checkpoint) -> list:
     return ckpt.operators()
 
 
-@dataclass(frozen=True)
-class LoadUnit:
-    """What one ``statestore`` read loads: a store, a join side or a state variable of an operator,
-    with the reader options that select it."""
-    operator_id: int
-    store_name: str  # the store whose files it loads
-    label: str
-    options: tuple = ()  # (name, value) reader options besides operatorId and batchId
-
-
-def load_units(ckpt: Checkpoint) -> list[LoadUnit]:
+def load_units(ckpt: Checkpoint) -> list[StateUnit]:
     """Every unit Spark's reader loads to cover the checkpoint's state, as the operator model
-    says to read it (joins of state format 3 by side, transformWithState by variable)."""
-    units = []
-    for op in operators_of(ckpt):
-        units += [LoadUnit(op.operator_id, s.store_name, s.store_name,
-                           (("storeName", s.store_name),)) for s in op.stores]
-    return units
+    reads it (joins of state format 3 by store name, transformWithState by variable)."""
+    return state_units(ckpt) if operators_of(ckpt) else []
 
 
-def state_partitions(ckpt: Checkpoint, operator_id: int, expected: int) -> list[int]:
-    """The partitions an operator writes state to (a streaming limit: partition 0 only)."""
-    return list(range(expected))
-
-
-def _read_unit(ckpt: Checkpoint, unit: LoadUnit, **options):
+def _read_changes(ckpt: Checkpoint, unit: StateUnit, first_batch: int, last_batch: int):
+    """Spark's state change feed of one unit over batches ``first_batch..last_batch`` (the
+    change feed takes no ``batchId``: Spark refuses both together, STDS_CONFLICT_OPTIONS)."""
     reader = ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
-    for name, value in unit.options + tuple(options.items()):
+    options = {**unit.options, "readChangeFeed": "true", "changeStartBatchId": first_batch,
+               "changeEndBatchId": last_batch}
+    for name, value in options.items():
         reader = reader.option(name, value)
     return reader.load(ckpt.root)
 
@@ -564,27 +550,27 @@ def _partitions_named(text: str, on_disk: list[int]) -> tuple[int, ...]:
     return tuple(sorted(named))
 
 
-def load_unit(ckpt: Checkpoint, unit: LoadUnit, batch_id: int, on_disk: list[int] = ()
+def load_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int, on_disk: list[int] = ()
               ) -> LoadResult:
     """Read one unit at one batch with Spark's ``statestore`` reader (a full scan: a load test)."""
+    name = unit.label.split("/", 1)[1]
     try:
-        with spark_errors(f"loading operator {unit.operator_id} {unit.label} at batch {batch_id}"):
-            rows = _read_unit(ckpt, unit, batchId=batch_id).count()
-        return LoadResult(unit.operator_id, unit.label, batch_id, True, rows)
+        with spark_errors(f"loading {unit.label} at batch {batch_id}"):
+            rows = read_unit(ckpt, unit, batch_id).count()
+        return LoadResult(unit.operator_id, name, batch_id, True, rows)
     except RunbookError as exc:
         text = _error_text(exc)
-        return LoadResult(unit.operator_id, unit.label, batch_id, False, None, exc.error_class,
+        return LoadResult(unit.operator_id, name, batch_id, False, None, exc.error_class,
                           _spark_line(exc), _file_at_fault(ckpt, text),
                           _partitions_named(text, list(on_disk)))
 
 
 def load_store(ckpt: Checkpoint, operator_id: int, store_name: str, batch_id: int) -> LoadResult:
     """Read one store at one batch with Spark's ``statestore`` reader (a full scan: a load test)."""
-    return load_unit(ckpt, LoadUnit(operator_id, store_name, store_name,
-                                    (("storeName", store_name),)), batch_id)
+    return load_unit(ckpt, find_unit(ckpt, operator_id, store_name), batch_id)
 
 
-def load_batch(ckpt: Checkpoint, batch_id: int, units: list[LoadUnit] | None = None
+def load_batch(ckpt: Checkpoint, batch_id: int, units: list[StateUnit] | None = None
                ) -> tuple[bool, str]:
     """Load every unit (default: all of the checkpoint) at one batch, in one Spark job."""
     units = load_units(ckpt) if units is None else units
@@ -592,22 +578,21 @@ def load_batch(ckpt: Checkpoint, batch_id: int, units: list[LoadUnit] | None = N
         return True, ""
     try:
         with spark_errors(f"loading the state of batch {batch_id}"):
-            frames = [_read_unit(ckpt, u, batchId=batch_id).select("partition_id") for u in units]
+            frames = [read_unit(ckpt, u, batch_id).select("partition_id") for u in units]
             reduce(lambda a, b: a.unionAll(b), frames).count()
         return True, ""
     except RunbookError as exc:
         return False, f"{exc.error_class or 'error'}: {_spark_line(exc)}"
 
 
-def _changes_load(ckpt: Checkpoint, unit: LoadUnit, first_version: int, last_version: int,
+def _changes_load(ckpt: Checkpoint, unit: StateUnit, first_version: int, last_version: int,
                   on_disk: list[int]) -> tuple[bool, tuple[int, ...], str | None]:
     """Spark's state change feed over versions ``first_version..last_version``: it reads exactly
     those versions' ``.delta`` or ``.changelog`` files and nothing else (seen on 4.3). Returns
     whether it loads, the partitions its error names, and the file its error names."""
     try:
         with spark_errors(f"reading the changes of {unit.label}"):
-            _read_unit(ckpt, unit, readChangeFeed=True, changeStartBatchId=first_version - 1,
-                       changeEndBatchId=last_version - 1).count()
+            _read_changes(ckpt, unit, first_version - 1, last_version - 1).count()
         return True, (), None
     except RunbookError as exc:
         text = _error_text(exc)
@@ -670,7 +655,7 @@ def _first_failure(results: list[LoadResult]) -> str:
     return ""
 
 
-def _name_files_at_fault(ckpt: Checkpoint, structure: _Structure, units: list[LoadUnit],
+def _name_files_at_fault(ckpt: Checkpoint, structure: _Structure, units: list[StateUnit],
                          results: list[LoadResult], last_good: int | None, lo: int) -> None:
     """For each unit whose load failed in Spark's store code, name the file at fault and keep
     Spark's error class: the first missing or damaged file its state needs, else the file found
@@ -698,11 +683,11 @@ def _name_files_at_fault(ckpt: Checkpoint, structure: _Structure, units: list[Lo
             known.error_class = failure.error_class
 
 
-def _locate(ckpt: Checkpoint, structure: _Structure, unit: LoadUnit, failure: LoadResult,
+def _locate(ckpt: Checkpoint, structure: _Structure, unit: StateUnit, failure: LoadResult,
             good: int | None) -> tuple[str, str]:
     """The file at fault of a unit that does not load at ``failure.batch_id`` while it loads at
     ``good`` (None: at no retained batch), and how it was found."""
-    op, store, version = unit.operator_id, unit.store_name, failure.batch_id + 1
+    op, store, version = unit.operator_id, unit.files_store, failure.batch_id + 1
     bad = _first_bad_file(structure, op, store, version)
     if bad:
         return bad, "missing or damaged on disk"
@@ -766,7 +751,7 @@ def _first_bad_file(structure: _Structure, operator_id: int, store_name: str, ve
     return None
 
 
-def _bisect(ckpt: Checkpoint, structure: _Structure, units: list[LoadUnit], lo: int, bad: int,
+def _bisect(ckpt: Checkpoint, structure: _Structure, units: list[StateUnit], lo: int, bad: int,
             probes: list[Probe]) -> int | None:
     """The newest good batch below ``bad`` (known bad) down to ``lo``; None if none is good.
 
@@ -1368,9 +1353,9 @@ def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: 
                 _restore(raw, backup, item, from_moved=True)
         for rel in restore_copies:
             _restore(raw, backup, copies[rel], from_moved=False)
-    except RunbookError as exc:
+    except Exception as exc:  # noqa: BLE001 - a file system error of any kind stops it here
         raise RunbookError(
-            f"undo stopped halfway: {exc}. Files written since the rollback are in "
+            f"undo stopped halfway: {first_line(exc)}. Files written since the rollback are in "
             f"{backup.root}/{undo_dir}/displaced (listed in {undo_dir}/{JOURNAL_NAME}); the "
             f"moved files not yet back are in {backup.root}/moved. Fix the cause and run undo "
             f"again with journal_path={uri}: it resumes, keeping what is already back") from None
@@ -1492,12 +1477,12 @@ def tree_checksums(spark, root: str) -> dict[str, str]:
 
 
 def state_rows(ckpt: Checkpoint, batch_id: int) -> dict[str, list]:
-    """Every store's rows at one batch, sorted, by ``<operator>/<store>``."""
+    """Every unit's rows at one batch, sorted, by ``<operator>/<store or variable>``."""
     out = {}
-    for s in ckpt.stores():
-        with spark_errors(f"reading {s.label} at batch {batch_id}"):
-            rows = read_state(ckpt, s.operator_id, s.store_name, batch_id).collect()
-        out[s.label] = sorted(rows, key=repr)
+    for unit in load_units(ckpt):
+        with spark_errors(f"reading {unit.label} at batch {batch_id}"):
+            rows = read_unit(ckpt, unit, batch_id).collect()
+        out[unit.label] = sorted(rows, key=repr)
     return out
 
 

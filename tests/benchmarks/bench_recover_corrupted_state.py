@@ -5,8 +5,8 @@ keeping every version (``minBatchesToRetain`` 1000) and writing no snapshots
 (``minDeltasForSnapshot`` 100000), so that each version is rebuilt from all the deltas before it
 and a delta cut in half in the middle breaks every later batch. Diagnose is measured twice: with
 the ``.crc`` sidecar of the broken file (local file systems: the files point at the answer) and
-without it (as on object stores, where only Spark's loads see the damage and the bisection does
-the work). The baseline loads every retained batch, one Spark job each, as ``load_batch`` does.
+without it (as on object stores, where only Spark's loads see the damage: the bisection finds the
+batch, single-version change feed reads the file). The baseline loads every retained batch, one Spark job each, as ``load_batch`` does.
 The linear scan takes minutes, so it runs once; the diagnoses run three times.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ def bench(ctx) -> list[dict]:
     from state_runbooks import recovery
     from state_runbooks.checkpoint import Checkpoint
     from state_runbooks.demo import build_demo_checkpoint
-    from state_runbooks.hadoop_fs import HadoopFS
+    from state_runbooks.file_access import open_fs
 
     start = time.perf_counter()
     run = build_demo_checkpoint(
@@ -31,7 +31,7 @@ def bench(ctx) -> list[dict]:
     print(f"checkpoint: {BATCHES} batches written in {time.perf_counter() - start:.0f} s",
           flush=True)
     ckpt = Checkpoint(ctx.spark, run.checkpoint_path)
-    raw = HadoopFS(ctx.spark, run.checkpoint_path).raw()
+    raw = open_fs(ctx.spark, run.checkpoint_path).raw()
     broken = f"state/0/0/{MIDDLE_VERSION}.delta"
     data = raw.read_bytes(broken)
     raw.write_bytes(broken, data[: len(data) // 2], overwrite=True)
@@ -47,12 +47,15 @@ def bench(ctx) -> list[dict]:
         lambda: recovery.diagnose(ckpt), lambda: recovery.linear_scan(ckpt),
         target=0.1, warm_up=False, repeats=1)
 
-    aside = HadoopFS(ctx.spark, str(ctx.folder / "aside")).raw()
+    aside = open_fs(ctx.spark, str(ctx.folder / "aside")).raw()
     raw.move_to(f"state/0/0/.{MIDDLE_VERSION}.delta.crc", aside, f"{MIDDLE_VERSION}.delta.crc")
     blind = recovery.diagnose(ckpt.refresh())
     assert blind.last_good_batch_id == MIDDLE_VERSION - 2, recovery.bisection_lines(blind)
     results.append(ctx.report("without the sidecar (object stores): state loads, bisection",
                               blind.loads, "loads", "<= 10"))
+    named = [p for p in blind.problems if p.path == broken]
+    results.append(ctx.report("without the sidecar: the broken file named by Spark's own loads",
+                              int(bool(named)), "named", "== 1"))
     linear_s = with_sidecar["bare_s"]
     times = sorted(ctx_time(lambda: recovery.diagnose(ckpt)) for _ in range(ctx.repeats))
     median = times[len(times) // 2]

@@ -10,6 +10,10 @@ Facts this module is built on, each demonstrated by a function here (and by the 
   says (:func:`demonstrate_pinned_provider`).
 - The changelog-checkpointing flag is not pinned: on restart the session's value decides what the
   next batch writes (:func:`demonstrate_changelog_flip`).
+
+On Spark Connect there is no JVM on this side: the class is checked by Spark itself, through a
+one-row stateful query on a scratch checkpoint, and the figures only a JVM can give (heap after
+GC, RocksDB memory manager instances) are reported as not observable (:func:`jvm_unavailable`).
 """
 from __future__ import annotations
 
@@ -21,12 +25,13 @@ from .checkpoint import Checkpoint
 from .demo import PROVIDERS, DemoRun, build_demo_checkpoint, new_demo_path, run_demo_batches
 from .errors import RunbookError, first_line, spark_errors
 from .redaction import redact_conf
+from .session import is_connect
 from .runtime import (CHANGELOG_CONF, DATABRICKS_ROCKSDB_PROVIDER, OSS_HDFS_PROVIDER,
                       OSS_ROCKSDB_PROVIDER, PROVIDER_CONF, detect_runtime, provider_classes,
                       provider_kind)
 
-# The class name several guides give for RocksDB. It is not a class anywhere.
-SEED_WRONG_CLASS = "com.databricks.sql.streaming.state.RocksDBStateProvider"
+# A class name commonly published for RocksDB (in guides and snippets). It is not a class anywhere.
+WIDELY_PUBLISHED_WRONG_CLASS = "com.databricks.sql.streaming.state.RocksDBStateProvider"
 STATE_STORE_PROVIDER_BASE = "org.apache.spark.sql.execution.streaming.state.StateStoreProvider"
 BOUNDED_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage"
 MAX_MEMORY_MB_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
@@ -60,13 +65,19 @@ class ClassCheck:
 
     def line(self) -> str:
         if self.ok:
-            return f"loadable: {self.name} is a StateStoreProvider in this JVM"
+            return f"usable: {self.name} is a StateStoreProvider on this Spark"
         return f"NOT usable: {self.name}: {self.reason}"
 
 
 def check_provider_class(spark, name: str) -> ClassCheck:
-    """Load ``name`` with Spark's class loader (as Spark does for ``providerClass``) and check that
-    it is a ``StateStoreProvider``. Never raises: the result says why a class is not usable."""
+    """Whether ``name`` is a usable ``StateStoreProvider`` here. Never raises: the result says why
+    a class is not usable.
+
+    A classic session loads it with Spark's class loader, as Spark does for ``providerClass``. A
+    Spark Connect session has no JVM on this side, so Spark itself is asked: a one-row stateful
+    query on a scratch checkpoint with the class set (:func:`probe_provider_class`)."""
+    if is_connect(spark):
+        return probe_provider_class(spark, name)
     utils = spark._jvm.org.apache.spark.util.Utils
     try:
         cls = utils.classForName(name, False, False)
@@ -80,6 +91,35 @@ def check_provider_class(spark, name: str) -> ClassCheck:
     return ClassCheck(name, True, True, "")
 
 
+# Spark's error when the class loads but is not a provider (inside STREAM_FAILED).
+INVALID_PROVIDER_ERROR = "STATE_STORE_INVALID_PROVIDER"
+_probed: dict = {}  # (Connect session id, class name) -> ClassCheck: a class stays what it is
+
+
+def probe_provider_class(spark, name: str) -> ClassCheck:
+    """Ask Spark whether ``name`` works as the provider: start a one-row deduplication with it on a
+    scratch checkpoint. A class that does not exist fails the start with ``STREAM_FAILED`` caused
+    by ``ClassNotFoundException``; one that is not a provider, with ``STREAM_FAILED`` around
+    ``STATE_STORE_INVALID_PROVIDER``. Works on any session; a classic one has a faster way."""
+    key = (getattr(spark, "session_id", id(spark)), name)
+    if key not in _probed:
+        error = _start_error(spark, new_demo_path("provider-check"), {PROVIDER_CONF: name})
+        if error is None:
+            check = ClassCheck(name, True, True, "")
+        else:
+            cause = root_cause(error.spark_error) or ""
+            if INVALID_PROVIDER_ERROR in str(error) or INVALID_PROVIDER_ERROR in cause:
+                check = ClassCheck(name, True, False,
+                                   f"not a subclass of {STATE_STORE_PROVIDER_BASE}")
+            elif "ClassNotFoundException" in cause or "NoClassDefFoundError" in cause:
+                check = ClassCheck(name, False, False, cause.split(":", 1)[0])
+            else:
+                check = ClassCheck(name, False, False, f"a stateful query with it failed to "
+                                   f"start: {first_line(error)}")
+        _probed[key] = check
+    return _probed[key]
+
+
 def require_provider_class(spark, name: str, runtime: str = "") -> ClassCheck:
     """:func:`check_provider_class`, raising a one-line RunbookError naming the usable classes."""
     check = check_provider_class(spark, name)
@@ -90,7 +130,7 @@ def require_provider_class(spark, name: str, runtime: str = "") -> ClassCheck:
     which = f" (runtime {runtime})" if runtime else ""
     runtime_hint = (" (use runtime='auto' or 'oss' on open-source Spark)"
                     if runtime == "databricks" else "")
-    raise RunbookError(f"provider class {name}{which} is not usable in this Spark JVM: "
+    raise RunbookError(f"provider class {name}{which} is not usable on this Spark: "
                        f"{check.reason}{hint}{runtime_hint}")
 
 
@@ -290,12 +330,14 @@ def options_lines(report: PinnedReport) -> list[str]:
 
 # -- 4. demonstrations on this Spark ---------------------------------------------------------------
 def root_cause(exc: BaseException | None) -> str | None:
-    """The innermost Java exception class and message of a Spark error (``None`` if not Java)."""
+    """The innermost Java exception class and message of a Spark error (``None`` if not Java):
+    from the Java exception of a classic session, or from the server's stack trace that a Spark
+    Connect error carries (its last ``Caused by:`` line)."""
     if exc is None:
         return None
     origin = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
     if origin is None:
-        return None
+        return _connect_root_cause(exc)
     cause = origin
     try:
         while cause.getCause() is not None:
@@ -305,6 +347,17 @@ def root_cause(exc: BaseException | None) -> str | None:
         return f"{name}: {message}" if message else name
     except Exception:  # noqa: BLE001 - a partly reachable Java object: say nothing rather than fail
         return None
+
+
+def _connect_root_cause(exc: BaseException) -> str | None:
+    getter = getattr(exc, "getStackTrace", None)
+    try:
+        trace = (getter() if getter is not None else None) or str(exc)
+    except Exception:  # noqa: BLE001 - not a Spark Connect error after all
+        return None
+    causes = [line.strip()[len("Caused by: "):] for line in str(trace).splitlines()
+              if line.strip().startswith("Caused by: ")]
+    return causes[-1] if causes else None
 
 
 @dataclass
@@ -329,7 +382,7 @@ def _start_error(spark, path: str, conf: dict) -> RunbookError | None:
     return None
 
 
-def demonstrate_wrong_class(spark, folder: str, wrong_class: str = SEED_WRONG_CLASS,
+def demonstrate_wrong_class(spark, folder: str, wrong_class: str = WIDELY_PUBLISHED_WRONG_CLASS,
                             correct_class: str = OSS_ROCKSDB_PROVIDER) -> WrongClassDemo:
     """Set a class that does not exist, start a stateful query (it fails), read what the failed
     start pinned, then restart with the correct class (it fails again: the bad class is pinned)."""
@@ -388,7 +441,7 @@ class RestartDemo:
 
 
 def _pinned(ckpt: Checkpoint, keys) -> dict:
-    conf = ckpt.refresh().pinned_conf
+    conf = ckpt.pinned_conf
     return {k: conf.get(k) for k in keys}
 
 
@@ -403,7 +456,7 @@ def demonstrate_pinned_provider(spark, folder: str, session_class: str) -> Resta
     conf = {PROVIDER_CONF: session_class}
     run_demo_batches(spark, WORKLOAD, path, 1, "hdfs", rows_per_batch=10, partitions=2,
                      extra_conf=conf)
-    ckpt.refresh()
+    ckpt = Checkpoint(spark, path)  # read afresh: the restart wrote new files
     return RestartDemo(path, conf, before, _pinned(ckpt, [PROVIDER_CONF]), kinds_before,
                        _kinds_by_version(ckpt))
 
@@ -419,7 +472,7 @@ def demonstrate_changelog_flip(spark, checkpoint_path: str,
     conf = {**rocksdb_plan.confs, CHANGELOG_CONF: "true" if flipped else "false"}
     run_demo_batches(spark, WORKLOAD, checkpoint_path, 1, rocksdb_plan.provider_setup,
                      rows_per_batch=10, partitions=2, extra_conf=conf)
-    ckpt.refresh()
+    ckpt = Checkpoint(spark, checkpoint_path)  # read afresh: the restart wrote new files
     return RestartDemo(checkpoint_path, {CHANGELOG_CONF: conf[CHANGELOG_CONF]}, before,
                        _pinned(ckpt, keys), kinds_before, _kinds_by_version(ckpt))
 
@@ -447,6 +500,7 @@ class Verification:
     memory_used_bytes: int
     # RocksDB instances under bounded memory in this JVM, before and after the stream
     bounded_instances: tuple[int | None, int | None]
+    jvm_note: str | None = None  # why JVM-only figures were not read (jvm_unavailable)
 
     @property
     def rocksdb_in_use(self) -> bool:
@@ -456,12 +510,27 @@ class Verification:
                         for k in kinds))
 
 
+def jvm_unavailable(spark) -> str | None:
+    """None when this process's JVM is the executor that holds the state (a classic session in
+    local mode); otherwise, in a few words, why figures only that JVM has (heap after GC, RocksDB
+    memory manager instances) cannot be read from here."""
+    if is_connect(spark):
+        return "not observable over Spark Connect: the executors' JVMs are on the server side"
+    try:
+        master = str(spark.sparkContext.master)
+    except Exception:  # noqa: BLE001 - no SparkContext access on some shared clusters
+        return "not observable: this session gives no access to the SparkContext"
+    if not master.startswith("local"):
+        return f"not observable from the driver: master {master} runs the executors in other JVMs"
+    return None
+
+
 def bounded_rocksdb_instances(spark) -> int | None:
     """RocksDB instances under bounded memory in this JVM (the executor, in local mode only).
-    None when Spark's memory manager is not reachable (another runtime, a remote cluster)."""
+    None when Spark's memory manager is not reachable (see :func:`jvm_unavailable`)."""
+    if jvm_unavailable(spark):
+        return None
     try:
-        if not str(spark.sparkContext.master).startswith("local"):
-            return None
         manager = spark._jvm.org.apache.spark.sql.execution.streaming.state.RocksDBMemoryManager
         return int(manager.getNumRocksDBInstances(True))
     except Exception:  # noqa: BLE001 - internal API: absent or different elsewhere
@@ -503,7 +572,7 @@ def verify_rocksdb(spark, folder: str, rocksdb_plan: RocksDBPlan, batches: int =
         kinds_by_version=_kinds_by_version(ckpt), sst_files=_sst_files(ckpt),
         rocksdb_metrics=_rocksdb_metrics(last),
         memory_used_bytes=sum(op["memoryUsedBytes"] for op in last.get("stateOperators", [])),
-        bounded_instances=(before, after))
+        bounded_instances=(before, after), jvm_note=jvm_unavailable(spark))
 
 
 def verification_lines(v: Verification, rocksdb_plan: RocksDBPlan) -> list[str]:
@@ -518,8 +587,8 @@ def verification_lines(v: Verification, rocksdb_plan: RocksDBPlan) -> list[str]:
     before, after = v.bounded_instances
     if rocksdb_plan.bounded_memory_mb:
         if before is None or after is None:
-            lines.append("bounded memory: not observable from here (only in local mode, where this "
-                         "JVM is the executor)")
+            lines.append(f"bounded memory: {v.jvm_note or 'not observable from here'} (the "
+                         "RocksDB memory manager's instance count)")
         else:
             lines.append(f"bounded memory ({rocksdb_plan.bounded_memory_mb} MB shared by all "
                          f"RocksDB instances of an executor): {after - before} instances "
@@ -542,17 +611,19 @@ class ProviderMeasurement:
     disk_bytes: int  # every retained state file of every store
     rocksdb_metrics: dict = field(default_factory=dict)
     progress: list = field(default_factory=list)
+    heap_note: str | None = None  # why the heap was not measured (jvm_unavailable)
 
 
 def heap_used_after_gc(spark) -> int | None:
-    """Heap used by this JVM after a full GC; None unless local mode (driver == executor)."""
+    """Heap used by this JVM after a full GC; None unless it holds the state (see
+    :func:`jvm_unavailable`)."""
+    if jvm_unavailable(spark):
+        return None
     try:
-        if not str(spark.sparkContext.master).startswith("local"):
-            return None
         bean = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
         bean.gc()
         return int(bean.getHeapMemoryUsage().getUsed())
-    except Exception:  # noqa: BLE001 - no SparkContext access on some shared clusters
+    except Exception:  # noqa: BLE001 - no JVM access on some shared clusters
         return None
 
 
@@ -560,9 +631,9 @@ def unload_state_stores(spark) -> bool:
     """Close the state stores this JVM keeps loaded from earlier queries (local mode only), so that
     a heap measurement counts one run's state and not what an earlier run left or frees meanwhile.
     Spark loads them again from the checkpoint when a query needs them. Returns whether it did."""
+    if jvm_unavailable(spark):
+        return False
     try:
-        if not str(spark.sparkContext.master).startswith("local"):
-            return False
         spark._jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
         return True
     except Exception:  # noqa: BLE001 - internal API: absent or different elsewhere
@@ -604,7 +675,7 @@ def measure_provider(spark, folder: str, provider: str, rows: int, batches: int 
         disk_bytes=sum(ckpt.disk_bytes(s.operator_id, s.store_name)["retained_bytes"]
                        for s in ckpt.stores()),
         rocksdb_metrics=_rocksdb_metrics(run.progress[-1]) if run.progress else {},
-        progress=run.progress)
+        progress=run.progress, heap_note=jvm_unavailable(spark))
 
 
 def measure_providers(spark, folder: str, rows: int, rocksdb_plan: RocksDBPlan | None = None,
@@ -688,7 +759,9 @@ def benchmark_verdict(measurements: list[ProviderMeasurement]) -> list[str]:
     if hdfs is None or not rocks:
         pass
     elif hdfs.heap_bytes is None or any(m.heap_bytes is None for m in rocks):
-        lines.append("The JVM heap was not measured: only in local mode is the driver JVM the "
+        note = next((m.heap_note for m in measurements if m.heap_note), None)
+        lines.append(f"The JVM heap after GC: {note}." if note else
+                     "The JVM heap was not measured: only in local mode is the driver JVM the "
                      "executor that holds the state.")
     elif all(m.heap_bytes * NOISE_RATIO < hdfs.heap_bytes for m in rocks):
         lines.append(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 
 REDACTED = "*********(redacted)"
+REDACTION_REGEX_CONF = "spark.redaction.regex"
 
 SECRET_KEY = re.compile(r"secret|passw(or)?d|token|credential|private|signature"
                         r"|(^|[._-])sas([._-]|$)", re.IGNORECASE)
@@ -64,10 +65,13 @@ def redact_conf(conf: dict, extra_key_pattern: str | None = None) -> dict:
 
 
 def spark_redaction_pattern(spark) -> str | None:
-    """The session's ``spark.redaction.regex`` (Spark's own list of secret-looking keys), if set."""
+    """The session's ``spark.redaction.regex`` (Spark's own list of secret-looking keys), if set.
+
+    Read through the SQL conf, which carries every setting the application started with, so it
+    works the same on a classic session and on Spark Connect (no SparkContext there)."""
     try:
-        return spark.sparkContext.getConf().get("spark.redaction.regex", None)
-    except Exception:  # noqa: BLE001 - no SparkContext access (e.g. a shared Databricks cluster)
+        return spark.conf.get(REDACTION_REGEX_CONF, None)
+    except Exception:  # noqa: BLE001 - some runtimes refuse to show non-SQL settings
         return None
 
 

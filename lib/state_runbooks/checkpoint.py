@@ -213,6 +213,17 @@ class Checkpoint:
         meta = _parse_json_line(lines[1]) if len(lines) > 1 else None
         return int(meta.get("nextBatchWatermarkMs", 0)) if isinstance(meta, dict) else None
 
+    def watermark(self, batch_id: int) -> tuple[int, str]:
+        """The newest event-time watermark the logs record at ``batch_id`` and where: the one
+        ``commits/<batch>`` sets for the next batch, else the one ``offsets/<batch>`` applied
+        (batch 0 applies 0 while its commit already holds the first watermark). 0 when none."""
+        committed = self.next_watermark_ms(batch_id)
+        if committed:
+            return committed, f"commits/{batch_id}"
+        applied = self.offsets(batch_id).watermark_ms if self.fs.exists(f"offsets/{batch_id}") \
+            else 0
+        return applied, f"offsets/{batch_id}"
+
     @functools.cached_property
     def pinned_conf(self) -> dict:
         """The configuration pinned by the newest offsets entry. On restart Spark uses these values

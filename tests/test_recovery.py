@@ -353,7 +353,7 @@ def test_rollback_then_undo_with_papermill(spark, setups, copy_checkpoint, run_n
         recovery.undo(Checkpoint(spark, path))
 
 
-# -- every operator shape, with and without .crc sidecars -------------------------------------------
+# -- every operator shape, with and without .crc sidecars ------------------------------------------
 SHAPES = ("dedup", "window_agg", "join", "dedup_within_watermark", "join_v3", "session_window",
           "pandas_with_state", "transform_with_state", "limit")
 # join_v3, transform_with_state and limit need the operator model: Spark's default read of a
@@ -406,7 +406,9 @@ def test_a_broken_shape_without_sidecars_names_the_file(spark, shapes, copy_chec
     the file at fault is found by Spark's own loads, with its error class."""
     path = without_sidecars(copy_checkpoint(shapes(shape).checkpoint_path))
     ckpt = Checkpoint(spark, path)
-    broken = recovery.inject_fault(ckpt, SHAPE_FAULTS[shape])
+    # Partition 1 (a streaming limit: 0): the file is found by Spark's loads, not by its order.
+    broken = recovery.inject_fault(ckpt, SHAPE_FAULTS[shape],
+                                   partition_id=0 if shape == "limit" else 1)
     diag = recovery.diagnose(ckpt)
     named = {p.path: p for p in diag.problems}
     assert broken in named, recovery.problem_lines(diag)
@@ -538,7 +540,7 @@ def test_connect_diagnoses_and_plans_but_refuses_to_apply(spark, setups, copy_ch
     named, the same plan, and the apply step refused in one line with the exact plan."""
     run, _ = setups("hdfs")
     path = copy_checkpoint(run.checkpoint_path)
-    broken = recovery.inject_fault(Checkpoint(spark, path), "garbage_latest")
+    broken = recovery.inject_fault(Checkpoint(spark, path), "garbage_latest", partition_id=1)
     age(path)
     before = tree_sha(path)
     classic = recovery.diagnose(Checkpoint(spark, path))

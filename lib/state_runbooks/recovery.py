@@ -43,7 +43,7 @@ from functools import reduce
 from .checkpoint import _STATE_FILE, Checkpoint, StateFile, _ranges
 from .errors import RunbookError, first_line, spark_errors
 from .file_access import FileEntry, open_fs
-from .operators import StateUnit, find_unit, state_partitions, state_units
+from .operators import StateUnit, find_unit, is_reader_limit, state_partitions, state_units
 from .state_reader import read_unit
 
 MODES = ("diagnose", "rollback", "undo")
@@ -337,6 +337,7 @@ class _Structure:
             self.operators.append({
                 "operator_id": op.operator_id, "operator_name": op.operator_name,
                 "stores": [s.store_name for s in op.stores], "partitions": expected,
+                "partitions_with_state": holding,
                 "versions": (max(lows), min(highs)) if lows else None})
 
     def _chains(self, key: tuple, files: list[StateFile], top: int | None) -> int:
@@ -586,15 +587,18 @@ def load_batch(ckpt: Checkpoint, batch_id: int, units: list[StateUnit] | None = 
 
 
 def _changes_load(ckpt: Checkpoint, unit: StateUnit, first_version: int, last_version: int,
-                  on_disk: list[int]) -> tuple[bool, tuple[int, ...], str | None]:
+                  on_disk: list[int]) -> tuple[bool | None, tuple[int, ...], str | None]:
     """Spark's state change feed over versions ``first_version..last_version``: it reads exactly
     those versions' ``.delta`` or ``.changelog`` files and nothing else (seen on 4.3). Returns
-    whether it loads, the partitions its error names, and the file its error names."""
+    whether it loads (None: the reader refuses the read itself, which tells nothing), the
+    partitions its error names, and the file its error names."""
     try:
         with spark_errors(f"reading the changes of {unit.label}"):
             _read_changes(ckpt, unit, first_version - 1, last_version - 1).count()
         return True, (), None
     except RunbookError as exc:
+        if is_reader_limit(exc.error_class):
+            return None, (), None
         text = _error_text(exc)
         return False, _partitions_named(text, on_disk), _file_at_fault(ckpt, text)
 
@@ -703,31 +707,47 @@ def _locate(ckpt: Checkpoint, structure: _Structure, unit: StateUnit, failure: L
     incremental = sorted({_version_of(rel) for rel in candidates
                           if rel.endswith(INCREMENTAL_KINDS_SUFFIXES)})
     if incremental and structure.provider in ("hdfs", "rocksdb_changelog"):
-        lo, hi = incremental[0], incremental[-1]
-        ok, named, path = _changes_load(ckpt, unit, lo, hi, on_disk)
-        if not ok:
-            while lo < hi:  # bisect the versions: about log2 single reads
-                mid = (lo + hi) // 2
-                ok, first_named, first_path = _changes_load(ckpt, unit, lo, mid, on_disk)
-                if ok:
-                    lo = mid + 1
-                else:
-                    hi, named, path = mid, first_named, first_path
+        found = _first_unreadable_changes(ckpt, unit, incremental[0], incremental[-1], on_disk)
+        if found is True:  # every version's changes read: the damage is in a snapshot's files
+            candidates = [rel for rel in candidates
+                          if not rel.endswith(INCREMENTAL_KINDS_SUFFIXES)]
+        elif found is not None:
+            version_at_fault, named, path = found
             if path and path in structure.inventory:
-                return path, f"version {lo}'s changes do not read ({failure.error_class})"
-            hits = [rel for rel in candidates if _version_of(rel) == lo
+                return path, f"version {version_at_fault}'s changes do not read"
+            hits = [rel for rel in candidates if _version_of(rel) == version_at_fault
                     and rel.endswith(INCREMENTAL_KINDS_SUFFIXES)
                     and (not named or _partition_of(rel) in named)]
             if hits:
-                return hits[0], (f"Spark's change feed of version {lo} alone fails on it"
-                                 + ("" if len(hits) == 1 else f" (or on {', '.join(hits[1:])})"))
-        candidates = [rel for rel in candidates if not rel.endswith(INCREMENTAL_KINDS_SUFFIXES)]
+                return hits[0], (f"Spark's change feed of version {version_at_fault} alone fails "
+                                 "on it" + ("" if len(hits) == 1 else
+                                            f" (or on {', '.join(hits[1:])})"))
     if not candidates:
         where = _folder(op, partitions[0], store) if len(partitions) == 1 else f"state/{op}"
         return where, "Spark's error names no file, and each file it needs reads on its own"
     others = f" (or one of {', '.join(candidates[1:4])}{'...' if len(candidates) > 4 else ''})" \
         if len(candidates) > 1 else ""
     return candidates[0], f"the file version {version} adds to what loads{others}"
+
+
+def _first_unreadable_changes(ckpt: Checkpoint, unit: StateUnit, lo: int, hi: int,
+                              on_disk: list[int]):
+    """The first version in ``lo..hi`` whose changes Spark cannot read, with the partitions and
+    file its error names, by bisection (about log2 single reads); True when all read, None when
+    the reader refuses the change feed for this unit."""
+    ok, named, path = _changes_load(ckpt, unit, lo, hi, on_disk)
+    if ok is not False:
+        return ok
+    while lo < hi:
+        mid = (lo + hi) // 2
+        ok, first_named, first_path = _changes_load(ckpt, unit, lo, mid, on_disk)
+        if ok is None:
+            return None
+        if ok:
+            lo = mid + 1
+        else:
+            hi, named, path = mid, first_named, first_path
+    return lo, named, path
 
 
 def _version_of(rel: str) -> int:
@@ -820,8 +840,12 @@ def structure_lines(diag: Diagnosis) -> list[str]:
     for op in diag.operators:
         versions = op["versions"]
         span = f"state versions {versions[0]}..{versions[1]}" if versions else "no state files"
+        holding = op.get("partitions_with_state", range(op["partitions"]))
+        parts = (f" x {op['partitions']} partitions" if len(holding) == op["partitions"] else
+                 f", state in partition(s) {_ranges(list(holding))} of {op['partitions']} (the "
+                 "others hold none, by design)")
         lines.append(f"operator {op['operator_id']} ({op['operator_name']}): "
-                     f"{len(op['stores'])} store(s) x {op['partitions']} partitions, {span}")
+                     f"{len(op['stores'])} store(s){parts}, {span}")
     sidecars = (f", {diag.sidecars_checked} checked against their .crc sidecars"
                 if diag.sidecars_checked else "")
     lines.append(f"{diag.files_checked} files{sidecars}")

@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 from state_runbooks import inspection
 from state_runbooks.checkpoint import Checkpoint
 from state_runbooks.errors import RunbookError
+from state_runbooks.operators import StateUnit
 from state_runbooks.state_reader import read_state
 
 
@@ -140,3 +141,156 @@ def test_growth_reuses_the_inspected_counts(spark, demo_factory):
     assert inspection.growth(ckpt, reports=reports).equals(inspection.growth(ckpt))
     one_batch = inspection.growth(ckpt, max_points=1, reports=reports)
     assert one_batch.loc[3].tolist() == [r.rows for r in reports]
+
+
+# -- every operator shape ------------------------------------------------------------------------
+# workload -> the units Spark's reader reads, with the options written out by hand
+SHAPE_READS = {
+    "dedup_within_watermark": {"0/default": {"storeName": "default"}},
+    "session_window": {"0/default": {"storeName": "default"}},
+    "pandas_with_state": {"0/default": {"storeName": "default"}},
+    "limit": {"0/default": {"storeName": "default"}},
+    "join_v3": {f"0/{side}-{kind}": {"storeName": f"{side}-{kind}"} for side in ("left", "right")
+                for kind in ("keyToNumValues", "keyWithIndexToValue")},
+    "transform_with_state": {"0/events": {"stateVarName": "events"},
+                             "0/recent_ids": {"stateVarName": "recent_ids"},
+                             "0/amount_by_bucket": {"stateVarName": "amount_by_bucket"},
+                             "0/timers": {"readRegisteredTimers": "true"}},
+}
+
+
+def _statestore(spark, path, options, batch):
+    reader = spark.read.format("statestore").option("batchId", batch)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load(path)
+
+
+@pytest.fixture(scope="module")
+def shape_reports(spark, shape_demo):
+    """workload -> (checkpoint, reports) on the small shape checkpoints."""
+    out = {}
+    for workload in SHAPE_READS:
+        ckpt = Checkpoint(spark, shape_demo(workload).checkpoint_path)
+        out[workload] = (ckpt, {r.label: r for r in inspection.inspect_stores(ckpt)})
+    return out
+
+
+@pytest.mark.parametrize("workload", sorted(SHAPE_READS))
+def test_figures_of_every_shape_equal_spark(spark, shape_reports, workload):
+    ckpt, reports = shape_reports[workload]
+    assert set(reports) == set(SHAPE_READS[workload])
+    for label, options in SHAPE_READS[workload].items():
+        report = reports[label]
+        counts = dict(_statestore(spark, ckpt.root, options, 2).groupBy("partition_id").count()
+                      .collect())
+        assert report.readable and report.rows == sum(counts.values())
+        assert report.rows_per_partition == [counts.get(p, 0) for p in range(2)]
+
+
+def test_transform_with_state_summary_has_one_entry_per_variable(spark, shape_reports):
+    from state_runbooks.results import Summary
+    ckpt, reports = shape_reports["transform_with_state"]
+    summary = Summary("inspect_state", ckpt.root, spark.version)
+    inspection.summarize(summary, list(reports.values()), [])
+    entries = {e["state_variable"]: e for e in summary.details["stores"]}
+    assert set(entries) == {"events", "recent_ids", "amount_by_bucket",
+                            "$procTimers_keyToTimestamp"}
+    flattened = _statestore(spark, ckpt.root, {"stateVarName": "recent_ids"}, 2).count()
+    assert entries["recent_ids"]["rows"] == flattened == 3 * 5  # 3 newest ids of 5 users
+    events = reports["0/events"]
+    assert events.expiry_rule == "ttl" and events.expiry_column == "value.ttlExpirationMs"
+    batch_ms = ckpt.offsets(2).timestamp_ms
+    assert events.rows_due == _statestore(spark, ckpt.root, {"stateVarName": "events"}, 2).where(
+        F.col("value.ttlExpirationMs") <= batch_ms).count()
+    lines = "\n".join(inspection.expiry_lines(list(reports.values())))
+    assert "0/timers (transformWithStateInPySparkExec): 5 registered timers (processing time)" \
+        in lines
+    assert "list state without TTL (15 rows): kept until the processor clears it" in lines
+
+
+def test_expiry_sentences_of_watermark_shapes(spark, shape_reports):
+    watermark = F.timestamp_millis(F.lit(shape_reports["session_window"][0].next_watermark_ms(2)))
+    ckpt, reports = shape_reports["session_window"]
+    (session,) = reports.values()
+    assert session.expiry_column == "value.session_window.end"
+    assert session.rows_due == _statestore(spark, ckpt.root, {}, 2).where(
+        F.col("value.session_window.end") <= watermark).count()
+    ckpt, reports = shape_reports["dedup_within_watermark"]
+    (dedup,) = reports.values()
+    wm_micros = ckpt.next_watermark_ms(2) * 1000
+    assert dedup.rows_due == _statestore(spark, ckpt.root, {}, 2).where(
+        F.col("value.expiresAtMicros") <= wm_micros).count()
+    _, join = shape_reports["join_v3"]
+    lines = inspection.expiry_lines([session, dedup, *join.values()])
+    assert not any("does not evict" in line for line in lines)
+    assert "sessions have value.session_window.end <=" in lines[0]
+    assert "keys have value.expiresAtMicros <=" in lines[1]
+    assert "the watermark evicts the left side's rows" in lines[2]
+
+
+def test_group_state_timeouts(spark, shape_reports):
+    ckpt, reports = shape_reports["pandas_with_state"]
+    (state,) = reports.values()
+    assert state.expiry_rule == "timeout"
+    assert state.rows_with_deadline == _statestore(spark, ckpt.root, {}, 2).where(
+        F.col("value.timeoutTimestamp") > 0).count()
+    assert "keys have a timeout set (value.timeoutTimestamp" in inspection.expiry_lines([state])[0]
+
+
+def test_limit_is_not_judged_for_skew_nor_asked_for_a_watermark(shape_reports):
+    ckpt, reports = shape_reports["limit"]
+    (limit,) = reports.values()
+    assert limit.rows_per_partition == [1, 0] and limit.skew_ratio is None
+    items = {i.item: i for i in inspection.production_checklist(ckpt, [limit], None)}
+    assert items["Partition balance"].status == "info"
+    assert "keeps its state in one partition by design" in items["Partition balance"].evidence
+    assert items["Watermark"].status == "info"
+
+
+def test_join_format_3_read_as_one_store_is_reported_not_raised(spark, shape_reports):
+    ckpt, _ = shape_reports["join_v3"]
+    (store,) = ckpt.stores(0)
+    with pytest.raises(RunbookError) as refused:
+        inspection.inspect_store(ckpt, store, 2)
+    unit = StateUnit(0, store.operator_name, "default", None, "store", 2, (0, 1),
+                                {"storeName": "default"})
+    report = inspection.unreadable_report(ckpt, unit, 2, refused.value)
+    (line,) = inspection.reader_lines([report], ckpt)
+    assert "STDS_FAILED_TO_READ_STATE_SCHEMA: a limit of Spark's statestore reader, not damage" \
+        in line
+    assert "partitions 0, 1, state versions 1..3" in line
+    items = {i.item: i for i in inspection.production_checklist(ckpt, [report], None)}
+    assert items["State loads"].status == "info"
+
+
+def test_watermark_of_batch_0_is_read_from_its_commit(spark, shape_demo):
+    ckpt = Checkpoint(spark, shape_demo("session_window", batches=1).checkpoint_path)
+    assert ckpt.offsets(0).watermark_ms == 0 and ckpt.next_watermark_ms(0) > 0
+    items = {i.item: i for i in inspection.production_checklist(
+        ckpt, inspection.inspect_stores(ckpt), None)}
+    assert items["Watermark"].status == "pass" and "commits/0" in items["Watermark"].evidence
+
+
+def test_retention_counts_batches_from_the_logs(spark, tmp_path):
+    from state_runbooks.demo import build_demo_checkpoint
+    run = build_demo_checkpoint(spark, "dedup", str(tmp_path / "c"), batches=5, rows_per_batch=4,
+                                partitions=1,
+                                extra_conf={"spark.sql.streaming.minBatchesToRetain": "2"})
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    assert ckpt.offset_batch_ids[0] > 0  # Spark purged the oldest log entries
+    item = inspection.retention_check(ckpt)
+    assert item.status != "info" and "after 5 batches" in item.evidence
+
+
+def test_offsets_gaps_without_state_is_a_clear_error(spark, tmp_path):
+    import os
+    path = str(tmp_path / "stateless")
+    df = spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 2).load()
+    for _ in range(3):
+        df.writeStream.format("noop").option("checkpointLocation", path) \
+            .trigger(availableNow=True).start().awaitTermination()
+    os.remove(os.path.join(path, "offsets", "1"))
+    with pytest.raises(RunbookError, match=r"no stateful operator.*offsets log has gaps "
+                                           r"\(batches 0, 2\)"):
+        Checkpoint(spark, path)

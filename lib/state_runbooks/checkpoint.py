@@ -151,8 +151,12 @@ class Checkpoint:
                                "and no offsets/ folder (a checkpoint root holds metadata, offsets/, "
                                "commits/ and state/)")
         if require_state and not any(e.is_dir and e.name.isdigit() for e in fs.list("state")):
+            ids = self.offset_batch_ids
+            gaps = (f"; its offsets log has gaps (batches {_ranges(ids)}): 05 recover corrupted "
+                    "state checks the logs" if ids and len(ids) != ids[-1] - ids[0] + 1 else "")
             raise RunbookError(f"checkpoint {self.root} has no stateful operator: it has no state/ "
-                               "folder with operators, so its query keeps no state to inspect")
+                               "folder with operators, so its query keeps no state to inspect"
+                               + gaps)
 
     def _checkpoint_above(self) -> str | None:
         """If the path is below a checkpoint root (``.../state``, ``.../state/0``), that root."""

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup java-check demo test test-fast bench lab golden clean lock
+.PHONY: setup java-check demo test test-fast bench lab golden clean lock connect-server
 
 setup: java-check $(STAMP)
 
@@ -37,6 +37,11 @@ bench: setup
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/
+
+# A local Spark Connect server on 127.0.0.1:15002 for trying the runbooks as on Databricks serverless:
+# then run one with -p spark_master sc://127.0.0.1:15002. Ctrl-C stops it.
+connect-server: setup
+	$(BIN)/state-runbooks connect-server --port 15002
 
 # After changing a notebook or what it prints: refresh the outputs nbval compares.
 golden: setup

@@ -6,6 +6,7 @@ Command line (installed as ``state-runbooks``)::
     state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
     state-runbooks install-kernel-config         # keep JVM output out of notebook cells
     state-runbooks golden [03_inspect_state]     # refresh the outputs nbval compares
+    state-runbooks connect-server [--port 15002] # a local Spark Connect server, until Ctrl-C
 """
 from __future__ import annotations
 
@@ -156,6 +157,23 @@ def refresh_golden(notebook: pathlib.Path) -> int:
     return checked
 
 
+def serve_connect(port: int, log: str) -> int:
+    """Start a Spark Connect server from the installed pyspark and keep it up until Ctrl-C."""
+    from .local_servers import start_connect_server
+
+    pathlib.Path(log).parent.mkdir(parents=True, exist_ok=True)
+    print(f"starting a Spark Connect server on 127.0.0.1:{port} (log: {log}) ...", flush=True)
+    server = start_connect_server(log, port)
+    print(f"ready: run a runbook with -p spark_master {server.url}   (Ctrl-C stops it)", flush=True)
+    try:
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
 def _parse_parameters(pairs: list[list[str]]) -> dict:
     """``-p name value`` pairs; values parsed as YAML literals like papermill's CLI does."""
     import yaml
@@ -176,7 +194,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("install-kernel-config", help="keep JVM output out of notebook cells")
     golden = sub.add_parser("golden", help="refresh the outputs nbval compares (after a change)")
     golden.add_argument("notebooks", nargs="*", help="notebook names; default: all")
+    server = sub.add_parser("connect-server", help="run a local Spark Connect server (Ctrl-C stops)")
+    server.add_argument("--port", type=int, default=15002, help="port on 127.0.0.1 (default 15002)")
+    server.add_argument("--log", default="out/connect-server.log", help="the server's log file")
     args = parser.parse_args(argv)
+
+    if args.command == "connect-server":
+        return serve_connect(args.port, args.log)
 
     if args.command == "install-kernel-config":
         print(f"installed {install_kernel_config()}")

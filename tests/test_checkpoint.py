@@ -82,6 +82,26 @@ def test_operators_without_metadata_come_from_the_folders(spark, demo_factory, c
     assert ckpt.retained_batch_range() == (0, 3)
 
 
+def test_one_missing_operator_metadata_keeps_the_others(spark, demo_factory, copy_checkpoint):
+    """Spark's state-metadata returns no rows once one operator's file is missing: the others
+    are read from their own metadata files, the one without from its folders."""
+    path = copy_checkpoint(demo_factory("two_operators").checkpoint_path)
+    shutil.rmtree(f"{path}/state/1/_metadata")
+    ckpt = Checkpoint(spark, path)
+    first, second = ckpt.operators()
+    assert (first.operator_name, first.source, first.metadata_version) == (
+        "stateStoreSave", "metadata-file", 1)
+    assert (second.operator_name, second.source) == ("unknown", "files")
+
+
+def test_operator_metadata_v2_and_its_properties(spark, shape_demo):
+    ckpt = Checkpoint(spark, shape_demo("transform_with_state").checkpoint_path)
+    (op,) = ckpt.operators()
+    assert (op.source, op.metadata_version) == ("state-metadata", 2)
+    names = {v["stateName"] for v in op.properties["stateVariables"]}
+    assert {"events", "recent_ids", "amount_by_bucket"} <= names
+
+
 # -- bad input: one line, saying what is valid ----------------------------------------------------
 def _one_line_error(excinfo) -> str:
     message = str(excinfo.value)

@@ -294,3 +294,17 @@ def test_offsets_gaps_without_state_is_a_clear_error(spark, tmp_path):
     with pytest.raises(RunbookError, match=r"no stateful operator.*offsets log has gaps "
                                            r"\(batches 0, 2\)"):
         Checkpoint(spark, path)
+
+
+def test_checkpoint_without_operator_metadata_says_what_it_does_not_know(spark, demo_factory,
+                                                                         copy_checkpoint):
+    import shutil
+    path = copy_checkpoint(demo_factory("dedup").checkpoint_path)
+    shutil.rmtree(f"{path}/state/0/_metadata")  # as Spark 3.4 and older wrote it
+    ckpt = Checkpoint(spark, path)
+    (report,) = inspection.inspect_stores(ckpt)
+    assert report.rows == read_state(ckpt, 0).count()
+    assert "not one the runbooks know" not in " ".join(inspection.operator_lines(ckpt))
+    assert "inferred from the folder layout" in " ".join(inspection.operator_lines(ckpt))
+    assert inspection.expiry_lines([report]) == [
+        "0/default (unknown): an operator the runbooks do not know; no expiry figure."]

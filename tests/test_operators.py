@@ -115,7 +115,8 @@ def test_checkpoint_without_operator_metadata_falls_back_to_folders(spark, demo_
 
 
 @pytest.mark.parametrize("name,family", [
-    ("stateStoreSave", "aggregation"), ("dedupe", "dedup"), ("flatMapGroupsWithState", "group_state"),
+    ("stateStoreSave", "aggregation"), ("dedupe", "dedup"),
+    ("flatMapGroupsWithState", "group_state"),
     ("transformWithStateExec", "transform_with_state"), ("somethingNew", "unknown")])
 def test_families_of_operator_names(name, family):
     assert operators.describe(name) == family

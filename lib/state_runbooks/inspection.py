@@ -452,10 +452,17 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
         items.append(CheckItem("Watermark", "warn",
                                f"no event-time watermark in {where}: the state of {names} "
                                "can only grow; add withWatermark on the event-time column"))
+    elif watermark <= 0 and any(r.expiry_rule == "unknown" for r in reports):
+        names = ", ".join(sorted({r.label for r in reports if r.expiry_rule == "unknown"}))
+        items.append(CheckItem("Watermark", "info",
+                               f"no event-time watermark in {where}; the runbooks do not know how "
+                               f"the state of {names} expires, so whether it needs one is not "
+                               "judged"))
     elif watermark <= 0:
         items.append(CheckItem("Watermark", "info",
                                f"no event-time watermark in {where}, and none is needed: "
-                               + "; ".join(sorted({f"{r.operator_name}: {_RULE_WORDS[r.expiry_rule]}"
+                               + "; ".join(sorted({f"{r.operator_name}: "
+                                                   f"{_RULE_WORDS[r.expiry_rule]}"
                                                    for r in reports if r.readable}))))
     elif never_evicted:
         items.append(CheckItem("Watermark", "warn",
@@ -506,7 +513,7 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
     elif filling:
         items.append(CheckItem("State growth", "info",
                                "; ".join(f"{s} only grew ({v['first']:,} -> {v['last']:,} rows; "
-                                         f"{_RULE_WORDS.get(rules.get(s), 'its expiry is unknown')})"
+                                         f"{_RULE_WORDS.get(rules.get(s), _RULE_WORDS['unknown'])})"
                                          for s, v in filling.items())
                                + ": expected while a young query fills its horizon; "
                                "check again later"))
@@ -630,8 +637,9 @@ def reader_lines(reports: list[StoreReport], ckpt: Checkpoint) -> list[str]:
             continue
         files = ckpt.state_files(r.operator_id, r.files_store)
         versions = sorted({f.version for f in files})
-        seen = (f"{len(files)} files in partitions {_ranges_text(sorted({f.partition_id for f in files}))}, "
-                f"state versions {versions[0]}..{versions[-1]}, {sum(f.size for f in files):,} bytes"
+        partitions = _ranges_text(sorted({f.partition_id for f in files}))
+        seen = (f"{len(files)} files in partitions {partitions}, state versions "
+                f"{versions[0]}..{versions[-1]}, {sum(f.size for f in files):,} bytes"
                 if files else "no state files")
         what = ("a limit of Spark's statestore reader, not damage"
                 if is_reader_limit(r.reader_error_class)

@@ -23,7 +23,11 @@ import re
 
 from .errors import RunbookError, first_line, spark_errors
 from .hadoop_fs import FileEntry
+from .session import session_conf
 
+# List on the driver: a checkpoint has a folder per partition, and past 32 folders Spark would
+# otherwise list them in a distributed job, which measured ~2x slower for 200 partitions.
+LISTING_CONF = {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
 # Folders Spark writes into a checkpoint whose names its own listing filters out (see above).
 HIDDEN_CHECKPOINT_FOLDERS = ("state/*/_stateSchema",)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -77,7 +81,7 @@ class ConnectFS:
         """Every file below ``path`` (or the file itself): full path -> FileEntry; None if absent."""
         from pyspark.sql.connect import functions as F
         try:
-            with spark_errors(f"listing {path}"):
+            with spark_errors(f"listing {path}"), session_conf(self._spark, LISTING_CONF):
                 rows = (self._spark.read.format("binaryFile")
                         .option("recursiveFileLookup", "true").load(path)
                         .select("path", "length",

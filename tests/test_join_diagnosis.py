@@ -282,7 +282,22 @@ def test_join_state_format_3(spark, demo_factory):
     assert jd.unreadable_reason(ckpt, ckpt.operator(0), 2) is None
     diagnosis = diagnose(spark, run.checkpoint_path)
     assert diagnosis.method == jd.RETAINED_BATCHES
+    assert "state in format 3" in jd.method_reason(ckpt, diagnosis.method, 0)
     assert categories(diagnosis) == expected(2)[0]
+
+
+def test_the_same_verdicts_over_connect(hdfs_demo, hdfs_diagnosis, on_connect):
+    """Over Spark Connect: the same bounds from the checkpoint, counts and evidence."""
+    keys = [join_demo_key("payment_outside_time_range", LAST),
+            join_demo_key("payment_for_missing_order", 0, payment=True), "ord-unknown"]
+    classic = [v.to_dict() for v in hdfs_diagnosis.verdicts(keys)]
+    with on_connect() as connect:
+        ckpt = Checkpoint(connect, hdfs_demo)
+        spec = jd.resolve_join(ckpt)
+        assert (spec.lower_bound_seconds, spec.upper_bound_seconds) == (3.0, 3.0)
+        diagnosis = jd.diagnose(ckpt, spec)
+        assert diagnosis.counts == hdfs_diagnosis.counts
+        assert [v.to_dict() for v in diagnosis.verdicts(keys)] == classic
 
 
 def test_left_outer_join(spark, tmp_path):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 
 from .checkpoint import Checkpoint, OperatorInfo
+from . import operators
 from .errors import RunbookError, spark_errors
 from .state_reader import read_state, read_state_changes, union_over_batches
 
@@ -105,13 +106,10 @@ class JoinSpec:
 
 
 def join_operators(ckpt: Checkpoint) -> list[OperatorInfo]:
-    """The stream-stream join operators of a checkpoint (by name, or by their four stores)."""
-    found = []
-    for op in ckpt.operators():
-        names = {s.store_name for s in op.stores}
-        if op.operator_name == JOIN_OPERATOR or {ROWS_STORE.format(side=s) for s in SIDES} <= names:
-            found.append(op)
-    return found
+    """The stream-stream join operators of a checkpoint, as the operator model knows them (by
+    name, or without operator metadata by their four store folders)."""
+    return [op for op in ckpt.operators()
+            if operators.describe(op.operator_name, [s.store_name for s in op.stores]) == "join"]
 
 
 def find_join_operator(ckpt: Checkpoint, operator_id: int = -1) -> OperatorInfo:
@@ -172,7 +170,6 @@ def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str 
     column of each side that carries the watermark (Spark records the delay on it). Bounds left at
     None are read from it too (:func:`time_bounds_from_checkpoint`)."""
     operator = find_join_operator(ckpt, operator_id)
-    ckpt = side_stores(ckpt, operator.operator_id)
     for name, value in (("lower_bound_seconds", lower_bound_seconds),
                         ("upper_bound_seconds", upper_bound_seconds)):
         if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool)
@@ -207,43 +204,13 @@ def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str 
                                bounds=bounds)
 
 
-class SideStores:
-    """The checkpoint as the reader functions see it, with the join's two row stores accepted by
-    name even where ``state-metadata`` lists one store only: join state format 3 keeps both sides
-    as column families of one RocksDB store (``default``), and Spark's ``statestore`` reader
-    serves each by its format-2 name (``storeName=left-keyWithIndexToValue``). Everything else is
-    the checkpoint's own."""
-
-    def __init__(self, ckpt: Checkpoint, operator: OperatorInfo):
-        self._ckpt, self._operator = ckpt, operator
-        listed = {st.store_name for st in operator.stores}
-        self.column_families = not {ROWS_STORE.format(side=s) for s in SIDES} <= listed
-
-    def store(self, operator_id: int, store_name: str = "default"):
-        if (self.column_families and operator_id == self._operator.operator_id
-                and store_name in {ROWS_STORE.format(side=s) for s in SIDES}):
-            return dataclasses.replace(self._operator.stores[0], store_name=store_name)
-        return self._ckpt.store(operator_id, store_name)
-
-    def __getattr__(self, name):
-        return getattr(self._ckpt, name)
-
-
-def side_stores(ckpt: Checkpoint, operator_id: int) -> SideStores:
-    """``ckpt`` with the join operator's row stores readable by name, whatever its state format."""
-    if isinstance(ckpt, SideStores):
-        return ckpt
-    return SideStores(ckpt, ckpt.operator(operator_id))
-
-
 def unreadable_reason(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> str | None:
     """None when Spark's ``statestore`` reader serves both sides' rows at ``batch``; otherwise one
     line saying that it cannot and what the files still say (the query itself is not affected:
     a reader's limit is not damage)."""
-    view = side_stores(ckpt, operator.operator_id)
     try:
         for side in SIDES:
-            df = read_state(view, operator.operator_id, ROWS_STORE.format(side=side), batch)
+            df = read_state(ckpt, operator.operator_id, ROWS_STORE.format(side=side), batch)
             with spark_errors(f"reading the {side} side's rows"):
                 df.limit(1).collect()
     except RunbookError as error:
@@ -289,8 +256,7 @@ def time_bounds_from_checkpoint(ckpt: Checkpoint, spec: JoinSpec, batch: int) ->
     by its watermark) and the rows removed in each earlier batch (evicted by that batch's
     watermark), in two small Spark jobs. One-line RunbookError when they cannot tell."""
     from pyspark.sql import functions as F
-    ckpt = side_stores(ckpt, spec.operator_id)
-    method = history_method(ckpt)
+    method = history_method(ckpt, spec.operator_id)
     start, _ = ckpt.retained_batch_range(spec.operator_id)
     with spark_errors("reading the join's evictions to find its time bounds"):
         kept = {bool(r["is_left"]): r["t"] for r in state_rows(ckpt, spec, batch)
@@ -349,23 +315,36 @@ def _key_names(ckpt: Checkpoint, operator_id: int, batch: int, fields: tuple,
     return tuple(names)
 
 
-def history_method(ckpt: Checkpoint) -> str:
+def history_method(ckpt: Checkpoint, operator_id: int = -1) -> str:
     """How the history is read: the change feed needs the HDFS-backed provider, or RocksDB with
-    changelog checkpointing; otherwise the retained batches are compared one by one."""
+    changelog checkpointing; otherwise (and for a join in state format 3, whose change feed the
+    library's reader does not select by side yet) the retained batches are compared one by one."""
     kind = ckpt.provider_kind
-    if kind == "hdfs" or (kind == "rocksdb" and ckpt.changelog_checkpointing):
+    if (kind == "hdfs" or (kind == "rocksdb" and ckpt.changelog_checkpointing)) \
+            and not _column_families(ckpt, operator_id):
         return CHANGE_FEED
     return RETAINED_BATCHES
 
 
-def method_reason(ckpt: Checkpoint, method: str) -> str:
+def _column_families(ckpt: Checkpoint, operator_id: int) -> bool:
+    """Whether the join (or any join, -1) keeps its sides as column families (state format 3)."""
+    ops = join_operators(ckpt) if operator_id == -1 else [ckpt.operator(operator_id)]
+    return any(operators.operator_model(ckpt, op.operator_id).join_state_format == 3
+               for op in ops)
+
+
+def method_reason(ckpt: Checkpoint, method: str, operator_id: int = -1) -> str:
     kind = ckpt.provider_kind
     if method == CHANGE_FEED:
         why = ("the HDFS-backed provider writes a delta per batch" if kind == "hdfs" else
                "RocksDB writes a changelog per batch (changelog checkpointing)")
         return f"{CHANGE_FEED} (readChangeFeed): {why}"
-    why = ("RocksDB without changelog checkpointing has no change feed" if kind == "rocksdb" else
-           f"provider {ckpt.provider_class} is not known to have a change feed")
+    if _column_families(ckpt, operator_id):
+        why = "the join keeps its state in format 3 (both sides in one RocksDB store)"
+    elif kind == "rocksdb":
+        why = "RocksDB without changelog checkpointing has no change feed"
+    else:
+        why = f"provider {ckpt.provider_class} is not known to have a change feed"
     return f"{RETAINED_BATCHES}: {why}, so the state of every retained batch is read and compared"
 
 
@@ -750,10 +729,9 @@ def diagnose(ckpt: Checkpoint, spec: JoinSpec, batch_id: int = -1, method: str =
     or one of ``METHODS``. ``history_start``: the first batch of history to read (default: the
     oldest retained batch); a later one reads less and sees less.
     """
-    ckpt = side_stores(ckpt, spec.operator_id)
     batch = ckpt.resolve_batch(batch_id, spec.operator_id)
     if method == "auto":
-        method = history_method(ckpt)
+        method = history_method(ckpt, spec.operator_id)
     elif method not in METHODS:
         raise RunbookError(f"method {method!r} is not known: use 'auto' or one of "
                            f"{', '.join(METHODS)}")

@@ -42,7 +42,7 @@ def test_class_resolution_per_runtime(spark):
 def test_check_provider_class(spark):
     for name in (OSS_ROCKSDB_PROVIDER, OSS_HDFS_PROVIDER):
         assert er.check_provider_class(spark, name).ok
-    missing = er.check_provider_class(spark, er.SEED_WRONG_CLASS)
+    missing = er.check_provider_class(spark, er.WIDELY_PUBLISHED_WRONG_CLASS)
     assert (missing.loadable, missing.ok, missing.reason) == (
         False, False, "java.lang.ClassNotFoundException")
     not_provider = er.check_provider_class(spark, "java.lang.String")
@@ -51,12 +51,13 @@ def test_check_provider_class(spark):
 
 
 def test_nonexistent_class_is_rejected_before_any_query_starts(spark, tmp_path):
-    bad = er.RocksDBPlan("oss", er.SEED_WRONG_CLASS, True, 0, {PROVIDER_CONF: er.SEED_WRONG_CLASS})
+    wrong = er.WIDELY_PUBLISHED_WRONG_CLASS
+    bad = er.RocksDBPlan("oss", wrong, True, 0, {PROVIDER_CONF: wrong})
     before = spark.conf.get(PROVIDER_CONF, None)
     with pytest.raises(RunbookError) as excinfo:
         er.apply(spark, bad)
     message = one_line(excinfo)
-    assert er.SEED_WRONG_CLASS in message and "ClassNotFoundException" in message
+    assert er.WIDELY_PUBLISHED_WRONG_CLASS in message and "ClassNotFoundException" in message
     assert f"usable here: {OSS_ROCKSDB_PROVIDER}" in message
     assert spark.conf.get(PROVIDER_CONF, None) == before  # nothing was set
     assert not spark.streams.active
@@ -172,10 +173,11 @@ def test_wrong_class_fails_at_start_and_poisons_the_checkpoint(spark, tmp_path):
     demo = er.demonstrate_wrong_class(spark, str(tmp_path))
     assert not demo.check.loadable
     assert demo.start_error_class == "STREAM_FAILED"
-    assert demo.start_root_cause == f"java.lang.ClassNotFoundException: {er.SEED_WRONG_CLASS}"
-    assert demo.pinned_after_failure == er.SEED_WRONG_CLASS and demo.committed_batches == []
+    wrong = er.WIDELY_PUBLISHED_WRONG_CLASS
+    assert demo.start_root_cause == f"java.lang.ClassNotFoundException: {wrong}"
+    assert demo.pinned_after_failure == wrong and demo.committed_batches == []
     assert demo.restart_error_class == "STREAM_FAILED"
-    assert er.SEED_WRONG_CLASS in demo.restart_root_cause
+    assert er.WIDELY_PUBLISHED_WRONG_CLASS in demo.restart_root_cause
     # The runbook's check of such a checkpoint is critical.
     report = er.check_checkpoint(Checkpoint(spark, f"{tmp_path}/wrong-class", require_state=False),
                                  OSS_ROCKSDB_PROVIDER)
@@ -255,6 +257,41 @@ def test_unloading_cached_state_stores_keeps_queries_working(spark, tmp_path):
     v = er.verify_rocksdb(spark, str(tmp_path), er.plan(spark, "oss"), batches=1)
     assert v.rocksdb_in_use
     assert er.unload_state_stores(spark)
+
+
+# -- over Spark Connect: no JVM on this side -------------------------------------------------------
+def test_over_connect_spark_itself_checks_the_class(on_connect, spark, tmp_path):
+    """Over Connect the class is checked by a one-row stateful query, with the same verdicts and
+    the same root cause as the JVM check of a classic session; a failed start's root cause comes
+    from the server's stack trace."""
+    with on_connect() as connect:
+        for name in (OSS_ROCKSDB_PROVIDER, er.WIDELY_PUBLISHED_WRONG_CLASS, "java.lang.String"):
+            assert er.check_provider_class(connect, name) == er.check_provider_class(spark, name)
+        rocksdb_plan = er.plan(connect, "oss")
+        assert rocksdb_plan.provider_class == OSS_ROCKSDB_PROVIDER
+        with pytest.raises(RunbookError) as excinfo:
+            er.plan(connect, "databricks", environ=DATABRICKS_ENV)
+        assert f"ClassNotFoundException; usable here: {OSS_ROCKSDB_PROVIDER}" in one_line(excinfo)
+        demo = er.demonstrate_wrong_class(connect, str(tmp_path))
+        assert demo.start_error_class == demo.restart_error_class == "STREAM_FAILED"
+        assert demo.start_root_cause == (f"java.lang.ClassNotFoundException: "
+                                         f"{er.WIDELY_PUBLISHED_WRONG_CLASS}")
+        assert demo.pinned_after_failure == er.WIDELY_PUBLISHED_WRONG_CLASS
+
+
+def test_over_connect_rocksdb_is_proven_from_files_and_metrics(on_connect, tmp_path):
+    """Files and metrics prove RocksDB over Connect too; what only a JVM shows says so."""
+    with on_connect() as connect:
+        rocksdb_plan = er.plan(connect, "oss", bounded_memory_mb=64)
+        v = er.verify_rocksdb(connect, str(tmp_path), rocksdb_plan, batches=1)
+        assert v.rocksdb_in_use and v.pinned_provider_class == OSS_ROCKSDB_PROVIDER
+        assert v.bounded_instances == (None, None)
+        lines = er.verification_lines(v, rocksdb_plan)
+        assert ("bounded memory: not observable over Spark Connect: the executors' JVMs are on the "
+                "server side (the RocksDB memory manager's instance count)") in lines
+        assert er.heap_used_after_gc(connect) is None and not er.unload_state_stores(connect)
+        flip = er.demonstrate_changelog_flip(connect, v.checkpoint_path, rocksdb_plan)
+        assert flip.new_versions == {2: ["zip"]}
 
 
 def test_compare_calls_small_differences_noise():

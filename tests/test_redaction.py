@@ -72,3 +72,9 @@ def test_extra_pattern_and_lines():
 def test_spark_redaction_pattern_is_read_from_the_session(spark):
     pattern = spark_redaction_pattern(spark)
     assert pattern is None or isinstance(pattern, str)
+
+
+def test_spark_redaction_pattern_over_connect(on_connect):
+    """Read through the SQL conf: no SparkContext is touched, and an unset pattern is None."""
+    with on_connect() as connect:
+        assert spark_redaction_pattern(connect) is None

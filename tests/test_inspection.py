@@ -308,3 +308,15 @@ def test_checkpoint_without_operator_metadata_says_what_it_does_not_know(spark, 
     assert "inferred from the folder layout" in " ".join(inspection.operator_lines(ckpt))
     assert inspection.expiry_lines([report]) == [
         "0/default (unknown): an operator the runbooks do not know; no expiry figure."]
+
+
+@pytest.mark.parametrize("workload", ["transform_with_state", "join_v3", "limit"])
+def test_every_shape_over_connect_equals_classic(spark, on_connect, shape_reports, workload):
+    _, classic = shape_reports[workload]
+    keys = ("rows", "rows_per_partition", "key_bytes", "value_bytes", "skew_ratio", "expiry_rule",
+            "rows_due", "rows_with_deadline", "state_variable")
+    with on_connect() as connect_spark:
+        ckpt = Checkpoint(connect_spark, shape_reports[workload][0].root)
+        remote = {r.label: r for r in inspection.inspect_stores(ckpt)}
+    assert {label: [getattr(r, k) for k in keys] for label, r in remote.items()} == \
+        {label: [getattr(r, k) for k in keys] for label, r in classic.items()}

@@ -58,9 +58,13 @@ def _write_one(spec: dict) -> dict:
     spark.sparkContext.setLogLevel("ERROR")
     try:
         app_id = spark.sparkContext.applicationId
-        progress = run_demo_batches(spark, spec["workload"], spec["checkpoint"], spec["batches"],
-                                    spec.get("provider", "hdfs"), spec.get("rows_per_batch", 20),
-                                    spec.get("partitions", 4))
+        if spec["batches"] == 0:  # an application without streaming: a batch job only
+            spark.range(10).count()
+            progress = []
+        else:
+            progress = run_demo_batches(spark, spec["workload"], spec["checkpoint"],
+                                        spec["batches"], spec.get("provider", "hdfs"),
+                                        spec.get("rows_per_batch", 20), spec.get("partitions", 4))
     finally:
         spark.stop()
     return {**spec, "app_id": app_id, "progress": [progress_dict(p) for p in progress]}
@@ -71,7 +75,8 @@ def write_event_logs(specs: list[dict], timeout_s: int = 600) -> list[DemoLog]:
 
     A spec: ``event_log_dir``, ``checkpoint``, ``workload``, ``batches``, ``codec`` (``none``,
     ``zstd``, ``lz4``, ``snappy``), ``rolling`` (bool), optional ``provider``, ``rows_per_batch``,
-    ``partitions``, ``conf`` (more Spark confs).
+    ``partitions``, ``conf`` (more Spark confs). ``batches=0`` runs a batch job instead: a log
+    without streaming progress.
     """
     proc = subprocess.run([sys.executable, "-m", "state_runbooks.monitoring.demo_log",
                            json.dumps(specs)], capture_output=True, text=True, timeout=timeout_s)

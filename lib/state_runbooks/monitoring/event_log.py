@@ -179,7 +179,8 @@ def find_applications(spark, path: str) -> list[Application]:
         return [app]
     apps, seen = [], []
     for entry, child_is_dir in listing.children(listing.path):
-        seen.append(entry.name)
+        if not entry.name.startswith("."):  # checksum sidecars: not worth naming
+            seen.append(entry.name)
         if child_is_dir and entry.name.startswith(ROLLING_PREFIX):
             app = _rolling_app(listing, entry.uri, entry.name)
             if app:

@@ -62,10 +62,13 @@ def watch(spark, query_name: str = "", query_id: str = "", watch_seconds: float 
             collector.terminated.wait(min(1.0, max(deadline - time.monotonic(), 0)))
             if not query.isActive:
                 break
-        seen += [progress_dict(p) for p in query.recentProgress]  # batches the bus may still deliver
+        try:  # batches the listener bus had not delivered yet
+            seen += [progress_dict(p) for p in query.recentProgress]
+        except Exception:  # noqa: BLE001 - a stopped query may be gone on the server (Connect)
+            pass
     finally:
         spark.streams.removeListener(collector)
     by_key = {}
-    for p in seen + collector.progress:
+    for p in collector.progress + seen:  # the query's own recentProgress wins where both have it
         by_key[(p["runId"], p["batchId"])] = p
     return sorted(by_key.values(), key=lambda p: (p["batchId"], p["timestamp"]))

@@ -140,8 +140,11 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
                              f"the heap above 300 MB on {executors} executor(s), {heap_source}) in "
                              f"about {_fmt_duration(left / memory_rate)}" if left > 0 else
                              f"is already above {_fmt_bytes(budget)}"))
+        young = ("; nothing was evicted in this window: a young query still filling its "
+                 "watermark horizon looks the same, so watch a longer window"
+                 if rows["num_rows_removed"].fillna(0).sum() == 0 else "")
         out.append(Verdict("state_growing", "warning", f"{evidence}: still rising; look for a "
-                           f"missing watermark or a key without event time{projection}"))
+                           f"missing watermark or a key without event time{young}{projection}"))
     return out
 
 

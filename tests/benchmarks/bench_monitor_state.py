@@ -1,0 +1,58 @@
+"""06_monitor_state on the event log of 60 micro-batches of a two-operator query (zstd, rolling)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+# The least a person would write: stream the zstd log, keep the progress events of the query.
+BARE_PROCESS = textwrap.dedent("""
+    import glob, io, json, sys
+    import zstandard
+    progress = []
+    for path in sorted(glob.glob(sys.argv[1] + "/eventlog_v2_*/events_*")):
+        with open(path, "rb") as raw:
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            for line in io.TextIOWrapper(reader, encoding="utf-8"):
+                if "QueryProgressEvent" in line:
+                    progress.append(json.loads(line)["progress"])
+    print(len(progress), [op["numRowsTotal"] for op in progress[-1]["stateOperators"]])
+""")
+BATCHES = 60
+
+
+def bench(ctx) -> list[dict]:
+    from state_runbooks.monitoring import event_log
+    from state_runbooks.monitoring.demo_log import write_event_logs
+    from state_runbooks.monitoring.history import build_history
+    from state_runbooks.notebooks import execute, resolve_notebook
+
+    spec = {"event_log_dir": str(ctx.folder / "event-logs"),
+            "checkpoint": str(ctx.folder / "checkpoint"), "workload": "two_operators",
+            "batches": BATCHES, "rows_per_batch": 1000, "codec": "zstd", "rolling": True}
+    demo = write_event_logs([spec], timeout_s=1800)[0]
+    print(f"event log: {BATCHES} batches of {demo.app_id} in {spec['event_log_dir']}", flush=True)
+    script = ctx.folder / "bare.py"
+    script.write_text(BARE_PROCESS)
+    notebook = resolve_notebook("06_monitor_state")
+    app = event_log.find_applications(ctx.spark, spec["event_log_dir"])[0]
+    return [
+        ctx.side_by_side(
+            "read the log and build the history vs a bare zstd stream of progress lines",
+            lambda: build_history(event_log.load(ctx.spark, spec["event_log_dir"])[0].progress),
+            lambda: subprocess.run([sys.executable, str(script), spec["event_log_dir"]],
+                                   check=True, capture_output=True),
+            target=1.5),
+        ctx.side_by_side(
+            "the log read by Spark (spark.read.text, as for remote logs) vs streamed locally",
+            lambda: event_log.read_application(ctx.spark, app, local=False),
+            lambda: event_log.read_application(ctx.spark, app, local=True),
+            target=3.0),
+        ctx.side_by_side(
+            "whole notebook under papermill vs the bare process",
+            lambda: execute(notebook, ctx.folder / "out",
+                            {"event_log_path": spec["event_log_dir"]}, html=False),
+            lambda: subprocess.run([sys.executable, str(script), spec["event_log_dir"]],
+                                   check=True, capture_output=True),
+            target=20.0, warm_up=False, repeats=3),
+    ]

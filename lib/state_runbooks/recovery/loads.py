@@ -1,0 +1,173 @@
+"""Spark's own loads of the state: the ``statestore`` reader on every unit of the operator model
+(a store, a join side's store, a transformWithState variable) at a batch, and the state change feed
+of single versions. Only a failure inside Spark's store code is evidence of damage; a reader limit
+(``STDS_*``: an option it needs, a schema it cannot read) says nothing about the files.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import reduce
+
+from ..checkpoint import Checkpoint
+from ..errors import RunbookError, spark_errors
+from ..operators import StateUnit, find_unit, is_reader_limit, state_units
+from ..state_reader import read_unit
+
+
+@dataclass
+class LoadResult:
+    """Spark's ``statestore`` reader on one unit (a store, a join side, a state variable) at one
+    batch."""
+    operator_id: int
+    store_name: str  # the unit's label: a store name, a join side or a state variable
+    batch_id: int
+    ok: bool
+    rows: int | None = None
+    error_class: str | None = None
+    message: str = ""
+    path: str | None = None  # the file at fault, when known
+    partitions: tuple[int, ...] = ()  # the partitions Spark's error names, when it names any
+
+    @property
+    def label(self) -> str:
+        return f"{self.operator_id}/{self.store_name}"
+
+    @property
+    def damaged(self) -> bool:
+        """The load failed inside Spark's own store code: evidence that files are broken."""
+        return not self.ok and is_store_load_failure(self.error_class)
+
+    @property
+    def reader_limit(self) -> bool:
+        """The load failed for a reason of the reader (an option, a schema it cannot read):
+        nothing is known about the files."""
+        return not self.ok and not self.damaged
+
+
+# -- operators, units and loads --------------------------------------------------------------------
+# Error classes raised when Spark's own store code fails on the files: evidence of damage. Reader
+# options and schemas (STDS_*, column families) and memory say nothing about the files.
+_STORE_LOAD_FAILURES = ("CANNOT_LOAD_STATE_STORE", "CANNOT_READ_ZIP_ENTRY",
+                        "STATE_STORE_UNEXPECTED_EMPTY_FILE_IN_ROCKSDB_ZIP",
+                        "STATE_STORE_ROW_CHECKSUM_VERIFICATION_FAILED")
+_NOT_DAMAGE = ("CANNOT_LOAD_STATE_STORE.HDFS_STORE_PROVIDER_OUT_OF_MEMORY",
+               "CANNOT_LOAD_STATE_STORE.ROCKSDB_STORE_PROVIDER_OUT_OF_MEMORY",
+               "CANNOT_LOAD_STATE_STORE.SNAPSHOT_PARTITION_ID_NOT_FOUND",
+               "CANNOT_LOAD_STATE_STORE.UNRELEASED_THREAD_ERROR")
+# Where Spark's errors name a partition: RocksDB's StateStoreId(opId=0,partId=1,...), the
+# HDFS-backed provider's StateStoreId[ operatorId=0, partitionId=1, ...], and a failed task
+# (the reader runs one task per partition folder, in the order of their numbers).
+_PARTITION_NAMED = re.compile(r"\b(?:partId|partitionId)=(\d+)")
+_TASK_NAMED = re.compile(r"Lost task (\d+)\.\d+ in stage")
+
+
+def is_store_load_failure(error_class: str | None) -> bool:
+    """Whether a Spark error class says its store code could not load the state's files."""
+    if not error_class or error_class in _NOT_DAMAGE:
+        return False
+    return error_class.split(".", 1)[0] in _STORE_LOAD_FAILURES
+
+
+def operators_of(ckpt: Checkpoint) -> list:
+    """The checkpoint's stateful operators; none when it has no state folder with operators."""
+    if not any(e.is_dir and e.name.isdigit() for e in ckpt.fs.list("state")):
+        return []
+    return ckpt.operators()
+
+
+def load_units(ckpt: Checkpoint) -> list[StateUnit]:
+    """Every unit Spark's reader loads to cover the checkpoint's state, as the operator model
+    reads it (joins of state format 3 by store name, transformWithState by variable)."""
+    return state_units(ckpt) if operators_of(ckpt) else []
+
+
+def _read_changes(ckpt: Checkpoint, unit: StateUnit, first_batch: int, last_batch: int):
+    """Spark's state change feed of one unit over batches ``first_batch..last_batch`` (the
+    change feed takes no ``batchId``: Spark refuses both together, STDS_CONFLICT_OPTIONS)."""
+    reader = ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
+    options = {**unit.options, "readChangeFeed": "true", "changeStartBatchId": first_batch,
+               "changeEndBatchId": last_batch}
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load(ckpt.root)
+
+
+def _file_at_fault(ckpt: Checkpoint, text: str) -> str | None:
+    """A checkpoint file named anywhere in a Spark error (message or causes), relative."""
+    roots = {ckpt.root, ckpt.root.replace("file:/", "file:///", 1), ckpt.root.removeprefix("file:")}
+    for root in roots:
+        match = re.search(re.escape(root) + r"/([^\s,;\]\)]+)", text)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _error_text(exc: RunbookError) -> str:
+    return str(exc.spark_error) if exc.spark_error is not None else str(exc)
+
+
+def _partitions_named(text: str, on_disk: list[int]) -> tuple[int, ...]:
+    named = {int(p) for p in _PARTITION_NAMED.findall(text)} & set(on_disk)
+    if not named:
+        ordered = sorted(on_disk)
+        named = {ordered[int(t)] for t in _TASK_NAMED.findall(text) if int(t) < len(ordered)}
+    return tuple(sorted(named))
+
+
+def load_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int, on_disk: list[int] = ()
+              ) -> LoadResult:
+    """Read one unit at one batch with Spark's ``statestore`` reader (a full scan: a load test)."""
+    name = unit.label.split("/", 1)[1]
+    try:
+        with spark_errors(f"loading {unit.label} at batch {batch_id}"):
+            rows = read_unit(ckpt, unit, batch_id).count()
+        return LoadResult(unit.operator_id, name, batch_id, True, rows)
+    except RunbookError as exc:
+        text = _error_text(exc)
+        return LoadResult(unit.operator_id, name, batch_id, False, None, exc.error_class,
+                          spark_line(exc), _file_at_fault(ckpt, text),
+                          _partitions_named(text, list(on_disk)))
+
+
+def load_store(ckpt: Checkpoint, operator_id: int, store_name: str, batch_id: int) -> LoadResult:
+    """Read one store at one batch with Spark's ``statestore`` reader (a full scan: a load test)."""
+    return load_unit(ckpt, find_unit(ckpt, operator_id, store_name), batch_id)
+
+
+def load_batch(ckpt: Checkpoint, batch_id: int, units: list[StateUnit] | None = None
+               ) -> tuple[bool, str]:
+    """Load every unit (default: all of the checkpoint) at one batch, in one Spark job."""
+    units = load_units(ckpt) if units is None else units
+    if not units:
+        return True, ""
+    try:
+        with spark_errors(f"loading the state of batch {batch_id}"):
+            frames = [read_unit(ckpt, u, batch_id).select("partition_id") for u in units]
+            reduce(lambda a, b: a.unionAll(b), frames).count()
+        return True, ""
+    except RunbookError as exc:
+        return False, f"{exc.error_class or 'error'}: {spark_line(exc)}"
+
+
+def changes_load(ckpt: Checkpoint, unit: StateUnit, first_version: int, last_version: int,
+                  on_disk: list[int]) -> tuple[bool | None, tuple[int, ...], str | None]:
+    """Spark's state change feed over versions ``first_version..last_version``: it reads exactly
+    those versions' ``.delta`` or ``.changelog`` files and nothing else (seen on 4.3). Returns
+    whether it loads (None: the reader refuses the read itself, which tells nothing), the
+    partitions its error names, and the file its error names."""
+    try:
+        with spark_errors(f"reading the changes of {unit.label}"):
+            _read_changes(ckpt, unit, first_version - 1, last_version - 1).count()
+        return True, (), None
+    except RunbookError as exc:
+        if is_reader_limit(exc.error_class):
+            return None, (), None
+        text = _error_text(exc)
+        return False, _partitions_named(text, on_disk), _file_at_fault(ckpt, text)
+
+
+def spark_line(exc: RunbookError) -> str:
+    """The Spark message without the action prefix added by spark_errors."""
+    line = str(exc)
+    return line.split(" failed: ", 1)[1] if " failed: " in line else line

@@ -1,0 +1,326 @@
+"""What a checkpoint's files say, from one listing and no Spark job: the offsets and commits logs
+(gaps, the batch in flight), every operator's partition folders (those the operator model says
+hold state), and for each retained state version the files the pinned provider needs to load it
+(HDFS-backed: newest ``.snapshot`` plus the ``.delta`` files after it; RocksDB: ``<v>.zip`` and the
+SST files it lists; RocksDB with changelog checkpointing: newest ``.zip`` plus the ``.changelog``
+files after it). Missing and empty files, zips that do not read, SST files of the wrong size and
+files that do not match their ``.crc`` sidecar (local file systems only) are problems.
+"""
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+import zipfile
+from dataclasses import dataclass
+
+from ..checkpoint import Checkpoint, StateFile
+from ..file_access import FileEntry
+from ..operators import SHUFFLE_PARTITIONS_CONF, state_partitions
+from .loads import operators_of
+
+
+SNAPSHOT_KINDS = ("snapshot", "zip")  # a full copy of a version
+INCREMENTAL_KINDS = ("delta", "changelog")  # the changes of one version
+INCREMENTAL_KINDS_SUFFIXES = tuple(f".{kind}" for kind in INCREMENTAL_KINDS)
+# Files a restarted query may write again in place: backed up by every rollback so undo can restore
+# them (state files, offsets and commits are never rewritten in place by Spark).
+_METADATA_FILE = re.compile(r"^(metadata|sources/.*|state/\d+/_metadata/.*"
+                            r"|state/\d+/\d+/(.+/)?_metadata/.*)$")
+_CRC_HEADER_BYTES = 8  # "crc\0" and the bytes per checksum
+_DEFAULT_BYTES_PER_CHECKSUM = 512
+
+
+FS = object  # a file access object of file_access.open_fs: HadoopFS or ConnectFS
+
+
+@dataclass
+class Problem:
+    """One broken thing, with the path relative to the checkpoint root."""
+    path: str
+    problem: str
+    error_class: str | None = None
+    first_batch_id: int | None = None  # the first batch whose state needs it (None: not state)
+
+    def summary(self) -> dict:
+        return {"path": self.path, "problem": self.problem, "error_class": self.error_class}
+
+
+# -- inventory and structure -----------------------------------------------------------------------
+def sidecar_of(rel: str) -> str:
+    folder, _, name = rel.rpartition("/")
+    return f"{folder}/.{name}.crc" if folder else f".{name}.crc"
+
+
+def is_sidecar(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return name.startswith(".") and name.endswith(".crc")
+
+
+def is_metadata_file(rel: str) -> bool:
+    """Query metadata, source metadata, operator metadata and state schemas (and their sidecars)."""
+    if is_sidecar(rel):
+        folder, _, name = rel.rpartition("/")
+        rel = f"{folder}/{name[1:-4]}" if folder else name[1:-4]
+    return bool(_METADATA_FILE.match(rel))
+
+
+def provider_setup(ckpt: Checkpoint) -> str:
+    if ckpt.provider_kind != "rocksdb":
+        return ckpt.provider_kind
+    return "rocksdb_changelog" if ckpt.changelog_checkpointing else "rocksdb"
+
+
+def store_folder(op: int, partition: int, store: str) -> str:
+    base = f"state/{op}/{partition}"
+    return base if store == "default" else f"{base}/{store}"
+
+
+def zip_ssts(raw: FS, zip_rel: str) -> list[tuple[str, int]] | None:
+    """SST files (name, size) a RocksDB ``<v>.zip`` lists in its ``metadata``; None: unreadable."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw.read_bytes(zip_rel))) as archive:
+            text = archive.read("metadata").decode("utf-8")
+        meta = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
+        return [(s["dfsSstFileName"], int(s["sizeBytes"])) for s in meta.get("sstFiles", [])]
+    except Exception:  # noqa: BLE001 - any failure means the snapshot cannot be used
+        return None
+
+
+class Structure:
+    """What the files say, for every operator, store and partition (no Spark job)."""
+
+    def __init__(self, ckpt: Checkpoint, inventory: dict[str, FileEntry]):
+        self.ckpt, self.inventory = ckpt, inventory
+        self.raw = ckpt.fs.raw()
+        self.provider = provider_setup(ckpt)
+        self.problems: dict[str, Problem] = {}
+        self.bad_files: set[str] = set()  # present but damaged
+        self.ssts: dict[str, list[tuple[str, int]] | None] = {}  # zip -> its SSTs
+        self.sidecars_checked = 0
+        offsets, commits = ckpt.offset_batch_ids, ckpt.commit_batch_ids
+        self.offsets, self.commits = offsets, commits
+        self.last_committed = commits[-1] if commits else None
+        self.in_flight = [b for b in offsets
+                          if self.last_committed is None or b > self.last_committed]
+        self.operators: list[dict] = []
+        # (op, store, partition) -> version -> list of files needed to load it
+        self.chains: dict[tuple, dict[int, list[str]]] = {}
+        self.missing_partitions: dict[int, list[int]] = {}
+        self.partitions: dict[int, list[int]] = {}  # operator -> the partitions that hold state
+        self._check_logs()
+        self._check_state()
+        self._check_files()
+
+    def add(self, path: str, problem: str, first_batch_id: int | None = None) -> None:
+        known = self.problems.get(path)
+        if known is None:
+            self.problems[path] = Problem(path, problem, None, first_batch_id)
+        elif first_batch_id is not None and (known.first_batch_id is None
+                                             or first_batch_id < known.first_batch_id):
+            known.first_batch_id = first_batch_id
+
+    # logs -----------------------------------------------------------------------------------------
+    def _check_logs(self) -> None:
+        if "metadata" not in self.inventory:
+            self.add("metadata", "missing: the query id is lost (a restart starts a new query id)")
+        offsets, commits = self.offsets, self.commits
+        for folder, ids in (("offsets", offsets), ("commits", commits)):
+            if ids:
+                for gap in sorted(set(range(ids[0], ids[-1] + 1)) - set(ids)):
+                    self.add(f"{folder}/{gap}", f"missing: the {folder} log has a gap", gap)
+        for b in sorted(set(commits) - set(offsets)):
+            self.add(f"commits/{b}", "commit without an offsets entry", b)
+        for b in self.in_flight:
+            self.add(f"offsets/{b}", f"offsets entry without a commit: batch {b} was in flight "
+                     "(a restart re-runs it)", b)
+
+    # state ----------------------------------------------------------------------------------------
+    def _check_state(self) -> None:
+        ckpt = self.ckpt
+        pinned = ckpt.pinned_conf.get(SHUFFLE_PARTITIONS_CONF)
+        files_by_key: dict[tuple, list[StateFile]] = {}
+        for f in ckpt.state_files():
+            files_by_key.setdefault((f.operator_id, f.store_name, f.partition_id), []).append(f)
+        top = None if self.last_committed is None else self.last_committed + 1
+        for op in operators_of(ckpt):
+            expected = max([op.num_partitions] + ([int(pinned)] if pinned else []))
+            metadata = f"state/{op.operator_id}/_metadata/metadata"
+            if not any(rel == metadata or rel.startswith(f"state/{op.operator_id}/_metadata/v")
+                       for rel in self.inventory):
+                self.add(metadata, "operator metadata missing: Spark's state-metadata source then "
+                         "lists no operator of this checkpoint at all (the next batch writes it "
+                         "again)")
+            holding = list(state_partitions(ckpt, op.operator_id))
+            self.partitions[op.operator_id] = holding
+            on_disk = {int(rel.split("/")[2]) for rel in self.inventory
+                       if rel.startswith(f"state/{op.operator_id}/")
+                       and rel.split("/")[2].isdigit()}
+            missing_parts = [p for p in holding if p not in on_disk]
+            self.missing_partitions[op.operator_id] = missing_parts
+            for p in missing_parts:
+                self.add(f"state/{op.operator_id}/{p}", f"partition directory missing: operator "
+                         f"{op.operator_id} keeps state in {len(holding)} partitions (pinned "
+                         f"{SHUFFLE_PARTITIONS_CONF}={pinned or expected})", 0)
+            lows, highs = [], []
+            for store in op.stores:
+                for p in holding:
+                    key = (op.operator_id, store.store_name, p)
+                    files = files_by_key.get(key, [])
+                    if p in missing_parts:
+                        self.chains[key] = {}
+                        continue
+                    if not files:
+                        self.add(store_folder(op.operator_id, p, store.store_name),
+                                 "no state files", 0)
+                        self.chains[key] = {}
+                        continue
+                    low = self._chains(key, files, top)
+                    lows.append(low)
+                    highs.append(max(f.version for f in files))
+            self.operators.append({
+                "operator_id": op.operator_id, "operator_name": op.operator_name,
+                "stores": [s.store_name for s in op.stores], "partitions": expected,
+                "partitions_with_state": holding,
+                "versions": (max(lows), min(highs)) if lows else None})
+
+    def _chains(self, key: tuple, files: list[StateFile], top: int | None) -> int:
+        """Record, for each version from the oldest loadable one to ``top``, the files that load
+        it; report the missing ones. Returns the oldest version this partition can load."""
+        op, store, part = key
+        folder = store_folder(op, part, store)
+        by_version: dict[int, dict[str, str]] = {}
+        for f in files:
+            by_version.setdefault(f.version, {})[f.kind] = f.path
+        snapshots = sorted(v for v, kinds in by_version.items() if set(kinds) & set(SNAPSHOT_KINDS))
+        rocksdb_zip_only = self.provider == "rocksdb"
+        if rocksdb_zip_only:
+            floor = snapshots[0] if snapshots else min(by_version)
+        else:
+            floor = snapshots[0] if snapshots and 1 not in by_version else 1
+        chains: dict[int, list[str]] = {}
+        self.chains[key] = chains
+        if top is None:
+            return floor
+        incremental = "changelog" if self.provider == "rocksdb_changelog" else "delta"
+        snapshot_kind = "snapshot" if self.provider == "hdfs" else "zip"
+        for v in range(floor, top + 1):
+            needed: list[str] = []
+            if rocksdb_zip_only:
+                needed.append(by_version.get(v, {}).get("zip", f"{folder}/{v}.zip"))
+            else:
+                base = max((s for s in snapshots if s <= v), default=0)
+                if base:
+                    needed.append(by_version[base].get(snapshot_kind)
+                                  or next(iter(by_version[base].values())))
+                for u in range(base + 1, v + 1):
+                    needed.append(by_version.get(u, {}).get(incremental,
+                                                            f"{folder}/{u}.{incremental}"))
+            for rel in list(needed):
+                if rel.endswith(".zip") and rel in self.inventory:
+                    needed.extend(self._sst_paths(rel, folder, v))
+            chains[v] = needed
+            for rel in needed:
+                if rel not in self.inventory:
+                    self.add(rel, f"missing: the state of batch {v - 1} needs it", v - 1)
+        return floor
+
+    def _sst_paths(self, zip_rel: str, folder: str, version: int) -> list[str]:
+        if zip_rel not in self.ssts:
+            self.ssts[zip_rel] = zip_ssts(self.raw, zip_rel)
+        listed = self.ssts[zip_rel]
+        if listed is None:
+            self.bad_files.add(zip_rel)
+            self.add(zip_rel, "not a readable zip: the RocksDB snapshot is damaged", version - 1)
+            return []
+        paths = []
+        for name, size in listed:
+            rel = f"{folder}/SSTs/{name}"
+            paths.append(rel)
+            entry = self.inventory.get(rel)
+            if entry is not None and entry.size != size:
+                self.bad_files.add(rel)
+                self.add(rel, f"{entry.size} bytes, but {zip_rel.rsplit('/', 1)[-1]} lists it with "
+                         f"{size} bytes", version - 1)
+        return paths
+
+    # content of every file -----------------------------------------------------------------------
+    def _check_files(self) -> None:
+        """Empty files, and files whose ``.crc`` sidecar does not match (file systems with one)."""
+        first_needed: dict[str, int] = {}
+        for chains in self.chains.values():
+            for v, needed in chains.items():
+                for rel in needed:
+                    first_needed[rel] = min(first_needed.get(rel, v - 1), v - 1)
+        checked_fs = self.ckpt.fs
+        for rel, entry in self.inventory.items():
+            if is_sidecar(rel) or not rel.startswith(("offsets/", "commits/", "state/",
+                                                        "metadata")):
+                continue
+            batch = first_needed.get(rel, log_batch_id(rel))
+            if entry.size == 0:
+                self.bad_files.add(rel)
+                self.add(rel, "empty (0 bytes)", batch)
+                continue
+            sidecar = self.inventory.get(sidecar_of(rel))
+            if sidecar is None or not checked_fs.has_checksum_layer:
+                continue
+            self.sidecars_checked += 1
+            complaint = self._sidecar_complaint(rel, entry, sidecar, checked_fs)
+            if complaint:
+                self.bad_files.add(rel)
+                self.add(rel, complaint, batch)
+
+    def _sidecar_complaint(self, rel: str, entry: FileEntry, sidecar: FileEntry,
+                           checked_fs: FS) -> str | None:
+        per_sum = _DEFAULT_BYTES_PER_CHECKSUM
+        sums = (sidecar.size - _CRC_HEADER_BYTES) // 4
+        if sums != math.ceil(entry.size / per_sum):
+            header = self.raw.read_bytes(sidecar_of(rel))[:_CRC_HEADER_BYTES]
+            per_sum = int.from_bytes(header[4:8], "big") or per_sum
+        if sums != math.ceil(entry.size / per_sum):
+            low, high = (sums - 1) * per_sum + 1, sums * per_sum
+            return (f"{entry.size} bytes, but its .crc sidecar was written for {low}..{high} "
+                    "bytes: the file was cut short or grew after Spark wrote it")
+        if checked_fs.verify_checksum(rel) is not None:
+            return "its bytes do not match its .crc sidecar: the file changed after Spark wrote it"
+        return None
+
+    # verdicts per batch --------------------------------------------------------------------------
+    def batch_files_ok(self, batch: int) -> tuple[bool, str]:
+        """Whether every file the state of ``batch`` needs is there and undamaged."""
+        version = batch + 1
+        for op, parts in self.missing_partitions.items():
+            if parts:
+                return False, f"state/{op}/{parts[0]} is missing"
+        for key, chains in self.chains.items():
+            needed = chains.get(version)
+            if needed is None:
+                return False, f"{store_folder(key[0], key[2], key[1])} has no version {version}"
+            for rel in needed:
+                if rel not in self.inventory:
+                    return False, f"{rel} is missing"
+                if rel in self.bad_files:
+                    return False, f"{rel} is damaged"
+        return True, ""
+
+    def on_disk(self, unit) -> list[int]:
+        """The partition folders of a unit's store on disk (the reader's tasks, in order)."""
+        return sorted(p for (op, store, p), chains in self.chains.items()
+                      if op == unit.operator_id and store == unit.files_store
+                      and p not in self.missing_partitions.get(op, []))
+
+    def retained(self) -> tuple[int, int] | None:
+        """Batches a rollback can target: committed, with offsets, and state on disk for every
+        store. None when there is no such batch."""
+        if self.last_committed is None:
+            return None
+        lows = [op["versions"][0] - 1 for op in self.operators if op["versions"]]
+        lo = max(lows + [self.commits[0], self.offsets[0] if self.offsets else 0])
+        return (lo, self.last_committed) if lo <= self.last_committed else None
+
+
+def log_batch_id(rel: str) -> int | None:
+    head, _, tail = rel.partition("/")
+    return int(tail) if head in ("offsets", "commits") and tail.isdigit() else None

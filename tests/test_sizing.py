@@ -7,6 +7,7 @@ The measured errors print with ``pytest -s``; ``make bench`` sweeps 10,000 to 1,
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import statistics
@@ -32,7 +33,7 @@ def test_napkin_of_the_demo_deduplication_by_hand():
     # new in each batch and 500 evicted (still held by the older version).
     assert (est.rows, est.arrivals_per_batch) == (12_000, 2_000)
     assert est.payload_bytes == 12_000 * (32 + 16)
-    assert est.seed_bytes() == (576_000, 864_000)
+    assert est.rule_of_thumb_bytes() == (576_000, 864_000)
     key, value, node = 40 + 16 + 32, 16 + 40 + 16 + 16, 32  # UnsafeRow + byte[]; wrapper too
     table = 16 + 4 * 16_384  # putAll of 3,000 rows: twice the power of two >= 4,501
     per_partition = (3_000 * (key + value) + 500 * (key + value) + 2 * 3_000 * node + 2 * table
@@ -40,7 +41,7 @@ def test_napkin_of_the_demo_deduplication_by_hand():
     assert per_partition == 939_504
     assert est.memory.heap_bytes == 4 * per_partition == est.memory_bytes
     assert est.bytes_per_partition == per_partition
-    assert est.memory.heap_bytes > 4 * est.seed_bytes()[1]  # the seeds' formula undercounts
+    assert est.memory.heap_bytes > 4 * est.rule_of_thumb_bytes()[1]  # the rule of thumb undercounts
     assert (est.recommendation.provider, est.recommendation.partitions) == ("hdfs", 4)
     summary = est.summary()
     assert {"rows", "payload_bytes", "memory_bytes", "bytes_per_partition",
@@ -252,10 +253,10 @@ def test_accuracy_target_against_memory_used_bytes(spark, demo_factory, workload
     print(f"\n{workload} at {comparison.rows:,} rows: estimate "
           f"{comparison.estimated_bytes:,.0f} B, "
           f"memoryUsedBytes {comparison.reported_bytes:,} B, error {comparison.error:+.1%} "
-          f"({sigmas:+.1f} sd); seeds' formula x1.5 {comparison.seed_bytes:,.0f} B")
+          f"({sigmas:+.1f} sd); rule of thumb x1.5 {comparison.rule_of_thumb_bytes:,.0f} B")
     assert 0.5 * rows <= comparison.rows <= 1.5 * rows  # the demo's size, roughly
     assert abs(comparison.error) <= sizing.ACCURACY_TARGET
-    assert comparison.reported_bytes > 3 * comparison.seed_bytes
+    assert comparison.reported_bytes > 3 * comparison.rule_of_thumb_bytes
 
 
 @pytest.mark.slow
@@ -305,6 +306,68 @@ def test_rocksdb_checkpoint_without_change_feed(spark, demo_factory):
     assert comparison.error is None and comparison.rocksdb_sst_bytes is not None
     lines = sizing.estimate_lines([m], False, ckpt.provider_kind)
     assert lines[0].startswith("This checkpoint's provider is rocksdb: the figures below are what")
+
+
+def test_no_napkin_on_a_real_checkpoint_without_a_rate():
+    """The demo's napkin inputs describe the demo only: on a given checkpoint without a rate there
+    is no napkin, and nothing of the demo's job appears in the summary."""
+    from state_runbooks.results import Summary
+    assert sizing.DEMO_NAPKIN == DEDUP
+    none_given = {**DEDUP, "input_rows_per_second": 0.0}
+    assert sizing.napkin_inputs(False, **none_given) is None
+    assert sizing.napkin_inputs(True, **none_given) == sizing.NapkinInputs(**DEDUP)
+    planned = sizing.napkin_inputs(False, **{**none_given, "input_rows_per_second": 500.0})
+    assert planned == sizing.NapkinInputs(**{**DEDUP, "input_rows_per_second": 500.0})
+    summary = Summary("estimate_state_size", "x", "4")
+    sizing.summarize(summary, None, [], False, None, None)
+    assert summary.details["napkin"] is None and not summary.findings
+    assert sizing.recommendation_lines(None, [], None) == []
+
+
+def test_every_shape_is_measured_or_says_why(spark, demo_factory):
+    """Units are the operator model's: a streaming limit's one row in partition 0; a join in state
+    format 3 (one store ``default`` in its metadata) by its four side stores, with the folder's
+    files counted once. A unit Spark's reader refuses is set aside with the reader's error."""
+    from state_runbooks import inspection
+    from state_runbooks.results import Summary
+    limit = Checkpoint(spark, demo_factory("limit", batches=2).checkpoint_path)
+    measured = sizing.measure_checkpoint(limit)
+    assert not measured.unreadable and measured.lines() == []
+    assert [m.rows for m in measured.stores] == [read_state(limit, 0).count()]
+    v3 = Checkpoint(spark, demo_factory("join_v3", "rocksdb", batches=3).checkpoint_path)
+    measured = sizing.measure_checkpoint(v3, restarted_each_batch=True)
+    assert [m.label for m in measured.stores] == [
+        "0/left-keyToNumValues", "0/left-keyWithIndexToValue", "0/right-keyToNumValues",
+        "0/right-keyWithIndexToValue"]
+    assert [m.rows for m in measured.stores] == [
+        read_state(v3, 0, m.store_name).count() for m in measured.stores]
+    summary = sizing.measured_summary(measured.stores, True)
+    assert summary["disk_bytes"]["retained"] == v3.disk_bytes(0, "default")["retained_bytes"]
+    assert not sizing.growth(v3, measured).empty
+    # A unit the reader refused: reported, not measured, and the summary says so.
+    unit = measured.stores[0].report
+    refused = dataclasses.replace(unit, rows=None, reader_error="[STDS_X] refused",
+                                  reader_error_class="STDS_X")
+    only_refused = sizing.CheckpointMeasurement(2, [], [refused])
+    (line,) = only_refused.lines()
+    assert line.startswith("0/left-keyToNumValues (symmetricHashJoin): not measured, Spark's "
+                           "statestore reader refused it (STDS_X)")
+    assert sizing.growth(v3, only_refused).empty
+    assert sizing.project(sizing.growth(v3, only_refused), [], 10).rows == 0
+    out = Summary("estimate_state_size", v3.root, spark.version)
+    sizing.summarize(out, None, [], True, None, None, unreadable=[refused])
+    assert [f.code for f in out.findings] == ["stores_not_measured"]
+    assert inspection.StoreReport.summary(refused)["reader_error_class"] == "STDS_X"
+
+
+def test_the_same_figures_over_connect(spark, demo_factory, on_connect):
+    path = demo_factory("dedup").checkpoint_path
+    classic = sizing.measured_summary(
+        sizing.measure_stores(Checkpoint(spark, path), restarted_each_batch=True), True)
+    with on_connect() as connect:
+        over = sizing.measured_summary(
+            sizing.measure_stores(Checkpoint(connect, path), restarted_each_batch=True), True)
+    assert over == classic
 
 
 # -- the notebook under papermill ------------------------------------------------------------------

@@ -312,6 +312,8 @@ class StoreMeasurement:
 
     @property
     def label(self) -> str:
+        if self.report is not None:
+            return self.report.label
         return f"{self.operator_id}/{self.store_name}"
 
     @property
@@ -319,11 +321,22 @@ class StoreMeasurement:
         return self.key_bytes + self.value_bytes
 
 
-def _history(ckpt, stores, batches_by_store: dict, first_change: int, last_change: int):
-    """In one Spark job: rows per (store label, batch, partition) at the asked batches, and the
-    distinct keys put and removed per (store label, batch, partition) in ``first_change`` ..
-    ``last_change`` from the state change feed (HDFS-backed provider, or RocksDB with changelog
-    checkpointing; ``None`` without one)."""
+def _has_change_feed(ckpt, report) -> bool:
+    """Whether the change feed is read for this unit: a provider that writes one (HDFS-backed, or
+    RocksDB with changelog checkpointing), and a store the checkpoint lists by that name (not a
+    state variable, not a side of a join in state format 3)."""
+    if ckpt.provider_kind == "rocksdb" and not ckpt.changelog_checkpointing:
+        return False
+    if report.state_variable is not None:
+        return False
+    return any(st.store_name == report.store_name for st in ckpt.stores(report.operator_id))
+
+
+def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int):
+    """In one Spark job: rows per (unit label, batch, partition) at the asked batches, and the
+    distinct keys put and removed per (unit label, batch, partition) in ``first_change`` ..
+    ``last_change`` from the state change feed, for the units that have one
+    (:func:`_has_change_feed`). Returns ``(rows, changes, labels with a change feed)``."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -332,29 +345,29 @@ def _history(ckpt, stores, batches_by_store: dict, first_change: int, last_chang
     from .state_reader import read_state_changes, union_over_batches
 
     columns = ["store", "batch_id", "partition_id", "kind", "key_hash"]
-    frames = [union_over_batches(ckpt, s.operator_id, s.store_name,
-                                 sorted(batches_by_store[s.label]),
-                                 [F.lit(s.label).alias("store"), "partition_id",
+    frames = [union_over_batches(ckpt, u.operator_id, u.store_name,
+                                 sorted(batches_by_unit[u.label]),
+                                 [F.lit(u.label).alias("store"), "partition_id",
                                   F.lit("rows").alias("kind"), F.lit(None).cast("long")
-                                  .alias("key_hash")]).select(*columns)
-              for s in stores if batches_by_store.get(s.label)]
-    feed = not (ckpt.provider_kind == "rocksdb" and not ckpt.changelog_checkpointing)
-    if feed:
-        for s in stores:
-            frames.append(read_state_changes(ckpt, s.operator_id, s.store_name, first_change,
+                                  .alias("key_hash")], u.state_variable).select(*columns)
+              for u in units if batches_by_unit.get(u.label)]
+    fed = {u.label for u in units if _has_change_feed(ckpt, u)}
+    for u in units:
+        if u.label in fed:
+            frames.append(read_state_changes(ckpt, u.operator_id, u.store_name, first_change,
                                              last_change)
-                          .select(F.lit(s.label).alias("store"), "batch_id", "partition_id",
+                          .select(F.lit(u.label).alias("store"), "batch_id", "partition_id",
                                   F.col("change_type").alias("kind"),
                                   F.xxhash64("key").alias("key_hash")))
     if not frames:
-        return {}, ({} if feed else None)
+        return {}, {}, fed
     combined = reduce(lambda a, b: a.unionByName(b), frames)
     counted = combined.groupBy(*columns[:4]).agg(F.count(F.lit(1)).alias("rows"),
                                                  F.countDistinct("key_hash").alias("keys"))
     with spark_errors(f"reading earlier row counts and the changes of batches {first_change}.."
                       f"{last_change}"):
         result = counted.collect()
-    rows, changes = {}, ({} if feed else None)
+    rows, changes = {}, {}
     for r in result:
         key = (r["store"], int(r["batch_id"]), int(r["partition_id"]))
         if r["kind"] == "rows":
@@ -363,26 +376,53 @@ def _history(ckpt, stores, batches_by_store: dict, first_change: int, last_chang
             put, removed = changes.get(key, (0, 0))
             changes[key] = ((int(r["keys"]), removed) if r["kind"] == "update"
                             else (put, int(r["keys"])))
-    return rows, changes
+    return rows, changes, fed
 
 
-def _snapshot_versions(ckpt, store, batch_id: int) -> dict[int, int]:
+def _snapshot_versions(ckpt, unit, batch_id: int) -> dict[int, int]:
     """partition -> newest snapshot version the older in-memory version would be read from."""
     out: dict[int, int] = {}
-    for f in ckpt.state_files(store.operator_id, store.store_name):
+    for f in ckpt.state_files(unit.operator_id, unit.files_store):
         if f.kind == "snapshot" and f.version <= batch_id:
             out[f.partition_id] = max(out.get(f.partition_id, 0), f.version)
     return out
 
 
+@dataclass
+class CheckpointMeasurement:
+    """Every unit of a checkpoint (store, join store, state variable) at one batch: measured, or
+    the report of Spark's reader refusing it."""
+    batch_id: int
+    stores: list  # StoreMeasurement, one per unit Spark's reader reads
+    unreadable: list  # inspection.StoreReport with reader_error set
+
+    def lines(self) -> list[str]:
+        """What could not be measured, one line per unit (nothing when every unit was)."""
+        return [f"{r.label} ({r.operator_name}): not measured, Spark's statestore reader "
+                f"refused it ({r.reader_error_class or r.reader_error}); its files: "
+                f"{format_bytes(r.disk.get('retained_bytes', 0))} retained on disk."
+                for r in self.unreadable]
+
+
 def measure_stores(ckpt, batch_id: int = -1, restarted_each_batch: bool = False,
                    versions_in_memory: int | None = None, layout: JvmLayout = COMPRESSED_OOPS,
                    operator_id: int = -1) -> list[StoreMeasurement]:
+    """:func:`measure_checkpoint`'s measured stores."""
+    return measure_checkpoint(ckpt, batch_id, restarted_each_batch, versions_in_memory, layout,
+                              operator_id).stores
+
+
+def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = False,
+                       versions_in_memory: int | None = None,
+                       layout: JvmLayout = COMPRESSED_OOPS,
+                       operator_id: int = -1) -> CheckpointMeasurement:
     """Rows, bytes and the HDFS-backed in-memory estimate of every store at a batch.
 
-    Rows and bytes come from one scan per store (``inspection.inspect_store``). What the older kept
+    Rows and bytes come from one scan per unit (``inspection.inspect_stores``). What the older kept
     version holds comes from the batch's own changes (the state change feed: keys put and removed)
-    and the row counts of the two batches before, read in one Spark job each.
+    and the row counts of the two batches before, read in one Spark job each. Units are the
+    operator model's (a join in state format 3 by side, transformWithState by variable); a unit
+    Spark's reader refuses is listed in ``unreadable`` instead of failing the measurement.
     """
     from . import inspection
 
@@ -391,19 +431,22 @@ def measure_stores(ckpt, batch_id: int = -1, restarted_each_batch: bool = False,
     versions = (versions_in_memory if versions_in_memory is not None
                 else int(ckpt.spark.conf.get(MAX_VERSIONS_CONF, str(DEFAULT_VERSIONS_IN_MEMORY))))
     checksum = str(ckpt.pinned_conf.get(ROW_CHECKSUM_CONF, "false")).lower() == "true"
-    stores = ckpt.stores(operator_id)
-    reports = [inspection.inspect_store(ckpt, s, batch, top_keys=0) for s in stores]
+    inspected = inspection.inspect_stores(ckpt, batch, operator_id, top_keys=0)
+    reports = [r for r in inspected if r.readable]
+    unreadable = [r for r in inspected if not r.readable]
 
     earlier = [b for b in (batch - 1, batch - 2) if b >= lo]
-    snapshots = {s.label: _snapshot_versions(ckpt, s, batch) if restarted_each_batch else {}
-                 for s in stores}
-    wanted = {s.label: set(earlier) | {v - 1 for v in snapshots[s.label].values()
+    snapshots = {r.label: _snapshot_versions(ckpt, r, batch) if restarted_each_batch else {}
+                 for r in reports}
+    wanted = {r.label: set(earlier) | {v - 1 for v in snapshots[r.label].values()
                                        if lo <= v - 1 < batch - 1}
-              for s in stores}
-    counts, changes = _history(ckpt, stores, wanted, max(lo, batch - 1), batch)
+              for r in reports}
+    counts, changes, fed = (_history(ckpt, reports, wanted, max(lo, batch - 1), batch)
+                            if reports else ({}, {}, set()))
 
     out = []
-    for store, report in zip(stores, reports):
+    for store in reports:
+        report = store
         parts = []
         key_avg = report.key_bytes / report.rows if report.rows else 0.0
         value_avg = report.value_bytes / report.rows if report.rows else 0.0
@@ -412,7 +455,7 @@ def measure_stores(ckpt, batch_id: int = -1, restarted_each_batch: bool = False,
             prev = counts.get((store.label, batch - 1, p), 0) if batch - 1 in earlier else rows
             prev_prev = (counts.get((store.label, batch - 2, p), 0) if batch - 2 in earlier
                          else prev)
-            if changes is not None:
+            if store.label in fed:
                 put, removed = changes.get((store.label, batch, p), (0, 0))
                 _prev_put, prev_removed = changes.get((store.label, batch - 1, p), (0, 0))
                 inserted = max(0, rows - prev + removed)
@@ -434,15 +477,29 @@ def measure_stores(ckpt, batch_id: int = -1, restarted_each_batch: bool = False,
         out.append(StoreMeasurement(
             store.operator_id, store.operator_name, store.store_name, store.num_partitions, batch,
             report.rows, report.key_bytes, report.value_bytes, report.rows_per_partition,
-            report.disk, "change feed" if changes is not None else "row counts", parts, estimate,
+            report.disk, "change feed" if store.label in fed else "row counts", parts, estimate,
             report.payload_bytes_per_partition, report))
-    return out
+    return CheckpointMeasurement(batch, out, unreadable)
+
+
+def growth(ckpt, measured: CheckpointMeasurement):
+    """Rows per measured unit over the retained batches (``inspection.growth``, one Spark job);
+    an empty table when no unit could be measured."""
+    import pandas as pd
+
+    from . import inspection
+    if not measured.stores:
+        return pd.DataFrame()
+    return inspection.growth(ckpt, reports=[m.report for m in measured.stores]
+                             + measured.unreadable)
 
 
 # -- the napkin estimate ---------------------------------------------------------------------------
 NAPKIN_PROVIDERS = ("hdfs", "rocksdb")
 PROVIDER_NAMES = {"hdfs": "the HDFS-backed provider", "rocksdb": "RocksDB"}
-SEED_FACTORS = (1.0, 1.5)  # the seeds' "versioning factor" range, shown to explain the undercount
+# A widely quoted rule of thumb: rows x (key + value) x a "versioning factor" of 1.0 to 1.5. Shown
+# next to the estimate to explain how far it undercounts.
+RULE_OF_THUMB_FACTORS = (1.0, 1.5)
 # Thresholds of the recommendation, in one place so the notebook and playbooks quote them.
 HDFS_MAX_HEAP_PER_PARTITION = 256 * 1024 ** 2  # estimated heap bytes per partition on HDFS
 ROCKSDB_MAX_PAYLOAD_PER_PARTITION = 1024 ** 3  # row bytes per partition kept in RocksDB's files
@@ -524,6 +581,31 @@ class NapkinInputs:
         return _align(self.value_bytes)
 
 
+# The napkin inputs that describe the runbook's own demo: a deduplication of 2,000 new ids per 1 s
+# batch with a 5 s watermark, in 4 partitions (rows of ``event_id`` and ``event_time``).
+DEMO_NAPKIN = {"input_rows_per_second": 2000.0, "watermark_seconds": 5.0, "trigger_seconds": 1.0,
+               "key_cardinality": 0, "key_bytes": 32, "value_bytes": 16, "num_partitions": 4,
+               "provider": "hdfs"}
+
+
+def napkin_inputs(is_demo: bool, input_rows_per_second: float, watermark_seconds: float,
+                  trigger_seconds: float, key_cardinality: int, key_bytes: int, value_bytes: int,
+                  num_partitions: int, provider: str) -> NapkinInputs | None:
+    """What the napkin estimates: the job the parameters describe when a rate is given; the demo's
+    own job when the runbook builds its demo without one; None otherwise, since nothing then
+    describes the job behind a real checkpoint (it is measured instead)."""
+    if input_rows_per_second:
+        return NapkinInputs(input_rows_per_second, watermark_seconds, trigger_seconds,
+                            key_cardinality, key_bytes, value_bytes, num_partitions, provider)
+    return NapkinInputs(**DEMO_NAPKIN) if is_demo else None
+
+
+NO_NAPKIN = ("No napkin estimate: no input_rows_per_second was given, and this checkpoint's job is "
+             "measured below instead. To plan a job, pass its rate, watermark, key and value bytes "
+             "and partitions (input_rows_per_second, watermark_seconds, key_bytes, value_bytes, "
+             "num_partitions).")
+
+
 @dataclass
 class Recommendation:
     provider: str
@@ -585,10 +667,10 @@ class Napkin:
     def bytes_per_partition(self) -> float:
         return self.memory_bytes / self.inputs.num_partitions
 
-    def seed_bytes(self) -> tuple[float, float]:
-        """The seeds' formula: keys x (key + value) x a versioning factor of 1.0-1.5."""
+    def rule_of_thumb_bytes(self) -> tuple[float, float]:
+        """The widely quoted rule of thumb: keys x (key + value) x a versioning factor, 1.0-1.5."""
         return tuple(self.rows * (self.inputs.key_bytes + self.inputs.value_bytes) * f
-                     for f in SEED_FACTORS)
+                     for f in RULE_OF_THUMB_FACTORS)
 
     def summary(self) -> dict:
         return {"rows": self.rows, "payload_bytes": round(self.payload_bytes),
@@ -601,7 +683,7 @@ class Napkin:
                 "reported_memory_bytes": {"continuous": round(self.memory.reported_bytes),
                                           "restarted_each_batch":
                                               round(self.memory_restarted.reported_bytes)},
-                "seed_formula_bytes": [round(b) for b in self.seed_bytes()]}
+                "rule_of_thumb_bytes": [round(b) for b in self.rule_of_thumb_bytes()]}
 
 
 def rocksdb_native_cap(instances: int, block_cache_mb: int = ROCKSDB_BLOCK_CACHE_MB,
@@ -659,7 +741,7 @@ def napkin_lines(est: Napkin, width: int = 100) -> list[str]:
     key_obj, value_obj = lay.key_overhead + k, lay.value_overhead() + v
     per_version = lay.map_node + key_obj + value_obj
     mem, mem_r = est.memory, est.memory_restarted
-    seed_lo, seed_hi = est.seed_bytes()
+    rule_lo, rule_hi = est.rule_of_thumb_bytes()
     plain = napkin(i, PLAIN_OOPS)
     per_part = est.rows / i.num_partitions
     steps = []
@@ -684,8 +766,8 @@ def napkin_lines(est: Napkin, width: int = 100) -> list[str]:
         f"{k} + {v} = {k + v} bytes per row, {_n(est.payload_bytes)} B "
         f"({format_bytes(est.payload_bytes)}) for {est.rows:,} rows.")
     steps.append(
-        f"3. The seeds' formula, rows x (key + value) x 1.0 to 1.5, stops there: "
-        f"{format_bytes(seed_lo)} to {format_bytes(seed_hi)}. It leaves out the objects every row "
+        f"3. The widely quoted rule of thumb, rows x (key + value) x 1.0 to 1.5, stops there: "
+        f"{format_bytes(rule_lo)} to {format_bytes(rule_hi)}. It leaves out the objects every row "
         "needs in the JVM, the second version kept in memory, and the hash tables.")
     steps.append(
         f"4. Objects per row on the HDFS-backed provider. A key is an UnsafeRow object "
@@ -714,7 +796,7 @@ def napkin_lines(est: Napkin, width: int = 100) -> list[str]:
         f"{format_bytes(mem.heap_bytes)}" + (
             f": {mem.heap_bytes / est.rows:,.0f} B per row, "
             f"{mem.heap_bytes / est.payload_bytes:.1f}x the row bytes and "
-            f"{mem.heap_bytes / seed_hi:.1f}x the seeds' upper figure" if est.rows else
+            f"{mem.heap_bytes / rule_hi:.1f}x the rule of thumb's upper figure" if est.rows else
             " (no rows: the fixed parts only)") + "; "
         f"{format_bytes(mem.heap_bytes / i.num_partitions)} per partition. (With executor heaps "
         f"of 32 GB or more, without compressed oops: {format_bytes(plain.memory.heap_bytes)}.)")
@@ -754,6 +836,16 @@ def measured_totals(measurements: list[StoreMeasurement]) -> MemoryEstimate:
     return total
 
 
+def _disk_by_folder(measurements: list[StoreMeasurement]) -> list[dict]:
+    """Each store folder's bytes once: the units of one folder (a join in state format 3, the
+    variables of transformWithState) all report that folder's files."""
+    folders = {}
+    for m in measurements:
+        folder = m.report.files_store if m.report is not None else m.store_name
+        folders[(m.operator_id, folder)] = m.disk
+    return list(folders.values())
+
+
 def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch: bool) -> dict:
     """The summary's ``measured`` entry."""
     total = measured_totals(measurements)
@@ -765,9 +857,10 @@ def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch:
         "estimated_memory_sd_bytes": round(total.reported_sd),
         "heap_bytes": round(total.heap_bytes),
         "restarted_each_batch": restarted_each_batch,
-        "disk_bytes": {"latest_version": sum(m.disk.get("latest_version_bytes", 0)
-                                             for m in measurements),
-                       "retained": sum(m.disk.get("retained_bytes", 0) for m in measurements)},
+        "disk_bytes": {"latest_version": sum(d.get("latest_version_bytes", 0)
+                                             for d in _disk_by_folder(measurements)),
+                       "retained": sum(d.get("retained_bytes", 0)
+                                       for d in _disk_by_folder(measurements))},
         "per_store": [{"operator_id": m.operator_id, "operator_name": m.operator_name,
                        "store_name": m.store_name, "rows": m.rows, "key_bytes": m.key_bytes,
                        "value_bytes": m.value_bytes, "rows_per_partition": m.rows_per_partition,
@@ -860,6 +953,8 @@ def project(table, measurements: list[StoreMeasurement], horizon_batches: int) -
            f"horizon_batches={horizon_batches!r} is not valid: pass how many batches ahead to "
            "project, 0 or more")
     total = measured_totals(measurements)
+    if table.empty:  # no store could be measured
+        return Projection(horizon_batches, -1, 0, 0.0, 0, 0.0, 0.0)
     rows_now = int(table.sum(axis=1).iloc[-1])
     rate = growth_rate(table)
     rows = max(0, round(rows_now + rate * horizon_batches))
@@ -906,7 +1001,7 @@ class Comparison:
     state_rows: int  # rows in every store
     payload_bytes: int
     disk_bytes: int  # latest version's files
-    seed_bytes: float  # the seeds' formula, upper factor
+    rule_of_thumb_bytes: float  # the widely quoted rule of thumb, upper factor
     estimated_bytes: float  # the HDFS-backed provider's expected memoryUsedBytes
     estimated_sd: float
     heap_bytes: float
@@ -921,8 +1016,10 @@ class Comparison:
         return self.estimated_bytes / self.reported_bytes - 1
 
     @property
-    def ratio_to_seed(self) -> float:
-        return self.reported_bytes / self.seed_bytes if self.seed_bytes else float("nan")
+    def ratio_to_rule_of_thumb(self) -> float:
+        if not self.rule_of_thumb_bytes:
+            return float("nan")
+        return self.reported_bytes / self.rule_of_thumb_bytes
 
     def summary(self) -> dict:
         return {k: (round(v) if isinstance(v, float) else v) for k, v in self.__dict__.items()} | {
@@ -948,11 +1045,12 @@ def compare(spark, run, measurements: list[StoreMeasurement] | None = None) -> C
         latest_disk = sum(ckpt.disk_bytes(s.operator_id, s.store_name)["latest_version_bytes"]
                           for s in ckpt.stores())
     else:
-        latest_disk = sum(m.disk.get("latest_version_bytes", 0) for m in measurements)
+        latest_disk = sum(d.get("latest_version_bytes", 0) for d in _disk_by_folder(measurements))
     return Comparison(
         workload=run.workload, provider=run.provider, checkpoint_path=run.checkpoint_path,
         rows=int(rep.get("num_rows_total", 0)), state_rows=sum(m.rows for m in measurements),
-        payload_bytes=payload, disk_bytes=latest_disk, seed_bytes=payload * SEED_FACTORS[1],
+        payload_bytes=payload, disk_bytes=latest_disk,
+        rule_of_thumb_bytes=payload * RULE_OF_THUMB_FACTORS[1],
         estimated_bytes=total.reported_bytes, estimated_sd=total.reported_sd,
         heap_bytes=total.heap_bytes, reported_bytes=int(rep.get("memory_used_bytes", 0)),
         rocksdb_sst_bytes=rep.get("rocksdb_sst_bytes"))
@@ -991,16 +1089,16 @@ def compare_demo_workloads(spark, workloads=COMPARED_WORKLOADS, rocksdb_workload
 
 
 def comparison_table(comparisons: list[Comparison]):
-    """Per workload and provider: rows, row bytes, the seeds' formula, the estimate, the report."""
+    """Per workload and provider: rows, row bytes, the rule of thumb, the estimate, the report."""
     import pandas as pd
     return pd.DataFrame([{
         "workload": WORKLOAD_LABELS.get(c.workload, c.workload), "provider": c.provider,
         "rows": c.rows, "state_rows": c.state_rows, "row_bytes": format_bytes(c.payload_bytes),
-        "seeds_x1.5": format_bytes(c.seed_bytes),
+        "rule_of_thumb_x1.5": format_bytes(c.rule_of_thumb_bytes),
         "estimate": format_bytes(c.estimated_bytes) if c.provider == "hdfs" else "-",
         "memoryUsedBytes": format_bytes(c.reported_bytes),
         "error": f"{c.error:+.1%}" if c.error is not None else "-",
-        "report/seeds": f"{c.ratio_to_seed:.1f}x",
+        "report/rule": f"{c.ratio_to_rule_of_thumb:.1f}x",
     } for c in comparisons])
 
 
@@ -1042,8 +1140,9 @@ def three_way_lines(napkin_est: Napkin, comparisons: list[Comparison], workload:
                 f"{c.estimated_bytes / c.reported_bytes:.2f}. Rows: napkin {napkin_est.rows:,}, "
                 f"measured {c.state_rows:,}, reported {c.rows:,}. Heap: napkin "
                 f"{format_bytes(napkin_est.memory.heap_bytes)}, measured "
-                f"{format_bytes(c.heap_bytes)}. The seeds' formula: {format_bytes(c.seed_bytes)}, "
-                f"{c.reported_bytes / c.seed_bytes:.1f}x under the report.")
+                f"{format_bytes(c.heap_bytes)}. The rule of thumb: "
+                f"{format_bytes(c.rule_of_thumb_bytes)}, "
+                f"{c.reported_bytes / c.rule_of_thumb_bytes:.1f}x under the report.")
         else:
             cap = rocksdb_native_cap(napkin_est.inputs.num_partitions)
             sst = (f", SST files {format_bytes(c.rocksdb_sst_bytes)} (rocksdbSstFileSize, "
@@ -1062,26 +1161,32 @@ def three_way_lines(napkin_est: Napkin, comparisons: list[Comparison], workload:
 
 
 def plot_table(comparisons: list[Comparison]):
-    """Bytes per workload for ``plots.estimate_vs_reported``: the seeds' formula, the estimate and
+    """Bytes per workload for ``plots.estimate_vs_reported``: the rule of thumb, the estimate and
     each provider's memoryUsedBytes."""
     import pandas as pd
     rows = {}
     for c in comparisons:
         row = rows.setdefault(WORKLOAD_LABELS.get(c.workload, c.workload), {})
-        row["seeds' formula (x1.5)"] = c.seed_bytes
+        row["rule of thumb (x1.5)"] = c.rule_of_thumb_bytes
         if c.provider == "hdfs":
             row["estimate (HDFS)"] = c.estimated_bytes
         row[f"memoryUsedBytes ({c.provider})"] = c.reported_bytes
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def summarize(summary, napkin_est: Napkin, measurements: list[StoreMeasurement] | None,
+def summarize(summary, napkin_est: Napkin | None, measurements: list[StoreMeasurement] | None,
               restarted_each_batch: bool, reported_now: dict | None,
               projection: Projection | None, comparisons: list[Comparison] | None = None,
-              provider_kind: str = "hdfs") -> None:
-    """Fill the summary: the runbook's keys, and findings for what needs acting on."""
+              provider_kind: str = "hdfs", unreadable: list | None = None) -> None:
+    """Fill the summary: the runbook's keys, and findings for what needs acting on.
+    ``unreadable``: the reports of units Spark's reader refused (not measured)."""
     d = summary.details
-    d["napkin"] = napkin_est.summary()
+    d["unmeasured"] = [r.summary() for r in unreadable or []]
+    if unreadable:
+        summary.add_finding("info", "stores_not_measured",
+                            f"{len(unreadable)} store(s) Spark's reader refused were not "
+                            f"measured: {', '.join(r.label for r in unreadable)}")
+    d["napkin"] = napkin_est.summary() if napkin_est else None
     d["measured"] = measured_summary(measurements, restarted_each_batch) if measurements else None
     d["reported_memory_bytes"] = reported_now["memory_used_bytes"] if reported_now else None
     d["projection"] = projection.summary() if projection else None
@@ -1094,8 +1199,8 @@ def summarize(summary, napkin_est: Napkin, measurements: list[StoreMeasurement] 
             summary.add_finding("warning", "estimator_error",
                                 f"estimate off memoryUsedBytes by {worst:.1%} > "
                                 f"{ACCURACY_TARGET:.0%} on a demo workload")
-    rec = napkin_est.recommendation
-    if rec.provider != napkin_est.inputs.provider:
+    rec = napkin_est.recommendation if napkin_est else None
+    if rec is not None and rec.provider != napkin_est.inputs.provider:
         summary.add_finding("info", "napkin_provider",
                             f"napkin: {PROVIDER_NAMES[rec.provider]} recommended over the planned "
                             f"{PROVIDER_NAMES[napkin_est.inputs.provider]} ({rec.reason})")
@@ -1165,14 +1270,17 @@ def estimate_lines(measurements: list[StoreMeasurement], restarted_each_batch: b
     return lines
 
 
-def recommendation_lines(napkin_est: Napkin, measurements: list[StoreMeasurement] | None,
+def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeasurement] | None,
                          projection: Projection | None) -> list[str]:
-    """The recommendation from the napkin, from the measured state, and at the projection."""
+    """The recommendation from the napkin (when there is one), from the measured state, and at
+    the projection."""
     import textwrap
 
-    rec = napkin_est.recommendation
-    lines = [f"Napkin: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions "
-             f"({rec.reason})."]
+    lines = []
+    if napkin_est is not None:
+        rec = napkin_est.recommendation
+        lines.append(f"Napkin: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions "
+                     f"({rec.reason}).")
     if measurements:
         total = measured_totals(measurements)
         partitions = max(m.num_partitions for m in measurements)

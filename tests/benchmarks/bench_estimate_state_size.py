@@ -48,8 +48,8 @@ def bench(ctx) -> list[dict]:
             results.append(ctx.report(
                 f"{sizing.WORKLOAD_LABELS[workload]}, {c.rows:,} rows ({c.state_rows:,} in all "
                 f"stores): estimate {sizing.format_bytes(c.estimated_bytes)} vs memoryUsedBytes "
-                f"{sizing.format_bytes(c.reported_bytes)} ({sigmas:+.1f} sd); seeds' formula "
-                f"{c.reported_bytes / c.seed_bytes:.1f}x under; error", round(100 * c.error, 1),
+                f"{sizing.format_bytes(c.reported_bytes)} ({sigmas:+.1f} sd); rule of thumb "
+                f"{c.reported_bytes / c.rule_of_thumb_bytes:.1f}x under; error", round(100 * c.error, 1),
                 "%", target=f"|error| <= {sizing.ACCURACY_TARGET:.0%}"))
 
     # One continuous query at steady state (the watermark evicting): both kept versions are

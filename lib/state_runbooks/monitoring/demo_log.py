@@ -78,8 +78,13 @@ def write_event_logs(specs: list[dict], timeout_s: int = 600) -> list[DemoLog]:
     ``partitions``, ``conf`` (more Spark confs). ``batches=0`` runs a batch job instead: a log
     without streaming progress.
     """
+    # The child starts its own classic session (the event log is set when a SparkContext starts),
+    # also when this process runs on Spark Connect: it must not inherit the Connect switches.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE")}
     proc = subprocess.run([sys.executable, "-m", "state_runbooks.monitoring.demo_log",
-                           json.dumps(specs)], capture_output=True, text=True, timeout=timeout_s)
+                           json.dumps(specs)], capture_output=True, text=True, timeout=timeout_s,
+                          env=env)
     results = [json.loads(line[len(_RESULT_PREFIX):]) for line in proc.stdout.splitlines()
                if line.startswith(_RESULT_PREFIX)]
     if proc.returncode != 0 or len(results) != len(specs):

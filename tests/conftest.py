@@ -5,9 +5,7 @@ changes files copies one first (``copy_checkpoint``).
 """
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 
 import pytest
 
@@ -121,7 +119,3 @@ def shape_demo(demo_factory):
         return demo_factory(workload, batches=batches, rows_per_batch=10, partitions=2)
     return demo
 
-
-# Python workers (applyInPandasWithState, transformWithState) run PYSPARK_PYTHON, else "python3"
-# from PATH, which need not be this interpreter nor have pyarrow: pin it before the session starts.
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

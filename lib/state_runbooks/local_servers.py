@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -51,7 +52,9 @@ def _conf_args(conf: dict[str, str]) -> list[str]:
 
 
 def _start(args: list[str], log: str) -> subprocess.Popen:
+    # Python workers of the server (pandas and transformWithState UDFs) use this interpreter.
     env = dict(os.environ, SPARK_HOME=spark_home())
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.pop("SPARK_REMOTE", None)  # the server itself is a classic application
     with open(log, "ab") as out:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,

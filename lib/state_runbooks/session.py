@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import sys
 from importlib import resources
 from urllib.parse import urlsplit
 
@@ -111,6 +112,9 @@ def _classic_session(master: str, app_name: str):
         check_java()
     except JavaMissing as exc:
         raise RunbookError(str(exc)) from None
+    # Python workers (applyInPandasWithState, transformWithState) run PYSPARK_PYTHON, else "python3"
+    # from PATH, which need not have pyarrow and pandas: use this interpreter unless told otherwise.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in LOCAL_CONF.items():
         builder = builder.config(key, value)

@@ -329,3 +329,13 @@ def test_notebook_on_an_lz4_event_log(logs, run_notebook, tmp_path):
     assert summary["operators"][0]["operator_name"] == "dedupe"
     assert summary["operators"][0]["num_rows_total"] == [
         ops[0]["numRowsTotal"] for ops in _ops(demo.progress)]
+
+
+@pytest.mark.parametrize("name", ["two_ops_zstd_rolling", "dedup_lz4_rolling"])
+def test_event_logs_on_spark_connect(on_connect, logs, name):
+    """On Connect the server reads the log: zstd through spark.read.text, lz4 through binaryFile."""
+    demo = logs[name]
+    with on_connect() as connect_spark:
+        log, query_id, _ = event_log.load(connect_spark, demo.event_log_dir, app_id=demo.app_id)
+    assert query_id == demo.query_id
+    assert _figures(log.progress) == _figures(demo.progress)

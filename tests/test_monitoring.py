@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from state_runbooks.errors import RunbookError
-from state_runbooks.monitoring import event_log, listener, monitor, verdicts
+from state_runbooks.monitoring import event_log, listener, verdicts
 from state_runbooks.monitoring.codecs import codec_of
 from state_runbooks.monitoring.demo_log import write_event_logs
 from state_runbooks.monitoring.history import build_history, operators_summary, progress_dict

@@ -44,6 +44,7 @@ class Diagnosis:
     last_good_batch_id: int | None
     can_replay_from_start: bool
     offsets_after: dict = field(default_factory=dict)  # batch -> sources' offsets after it
+    locating_reads: int = 0  # Spark reads that named the files at fault (after the bisection)
 
     @property
     def last_committed_batch_id(self) -> int | None:
@@ -120,6 +121,7 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
     load_test: list[LoadResult] = []
     probes: list[Probe] = []
     retained = structure.retained()
+    reads = 0
     last_good = last if not structure.operators else None
     if last is not None and retained is not None:
         units = load_units(ckpt)
@@ -133,7 +135,8 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
             last_good = last
         else:
             last_good = _bisect(ckpt, structure, readable, retained[0], last, probes)
-            _name_files_at_fault(ckpt, structure, units, load_test, last_good, retained[0])
+            reads = _name_files_at_fault(ckpt, structure, units, load_test, last_good,
+                                         retained[0])
     problems = sorted(structure.problems.values(),
                       key=lambda p: (p.first_batch_id is None, p.first_batch_id or 0, p.path))
     offsets_after = {}
@@ -149,7 +152,7 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
         sidecars_checked=structure.sidecars_checked, problems=problems, load_test=load_test,
         probes=probes, last_good_batch_id=last_good,
         can_replay_from_start=bool(retained) and retained[0] == 0 and last_good is None
-        and 0 in structure.offsets, offsets_after=offsets_after)
+        and 0 in structure.offsets, offsets_after=offsets_after, locating_reads=reads)
 
 
 def _first_failure(results: list[LoadResult]) -> str:
@@ -160,23 +163,28 @@ def _first_failure(results: list[LoadResult]) -> str:
 
 
 def _name_files_at_fault(ckpt: Checkpoint, structure: Structure, units: list[StateUnit],
-                         results: list[LoadResult], last_good: int | None, lo: int) -> None:
+                         results: list[LoadResult], last_good: int | None, lo: int) -> int:
     """For each unit whose load failed in Spark's store code, name the file at fault and keep
     Spark's error class: the first missing or damaged file its state needs, else the file found
     by Spark's own loads (the unit at the first bad batch, then single versions through the
-    change feed), so it works without ``.crc`` sidecars (object stores, Spark Connect)."""
+    change feed), so it works without ``.crc`` sidecars (object stores, Spark Connect). Returns
+    the number of Spark reads it took."""
+    reads = [0]
     for unit, failed in zip(units, results):
         if not failed.damaged:
             continue
         good, failure = last_good, failed
         first_bad = lo if last_good is None else last_good + 1
-        if first_bad < failed.batch_id:
+        on_disk_bad = first_bad_file(structure, unit.operator_id, unit.files_store,
+                                     failed.batch_id + 1)
+        if first_bad < failed.batch_id and not on_disk_bad:  # the files do not tell: ask Spark
             there = load_unit(ckpt, unit, first_bad, structure.on_disk(unit))
+            reads[0] += 1
             if there.damaged:
                 failure = there
             elif there.ok:
                 good = first_bad
-        path, how = _locate(ckpt, structure, unit, failure, good)
+        path, how = _locate(ckpt, structure, unit, failure, good, reads)
         failed.path = path
         known = structure.problems.get(path)
         if known is None:
@@ -185,10 +193,11 @@ def _name_files_at_fault(ckpt: Checkpoint, structure: Structure, units: list[Sta
                 failure.error_class, failure.batch_id)
         elif known.error_class is None:
             known.error_class = failure.error_class
+    return reads[0]
 
 
 def _locate(ckpt: Checkpoint, structure: Structure, unit: StateUnit, failure: LoadResult,
-            good: int | None) -> tuple[str, str]:
+            good: int | None, reads: list[int]) -> tuple[str, str]:
     """The file at fault of a unit that does not load at ``failure.batch_id`` while it loads at
     ``good`` (None: at no retained batch), and how it was found."""
     op, store, version = unit.operator_id, unit.files_store, failure.batch_id + 1
@@ -207,7 +216,8 @@ def _locate(ckpt: Checkpoint, structure: Structure, unit: StateUnit, failure: Lo
     incremental = sorted({_version_of(rel) for rel in candidates
                           if rel.endswith(INCREMENTAL_KINDS_SUFFIXES)})
     if incremental and structure.provider in ("hdfs", "rocksdb_changelog"):
-        found = _first_unreadable_changes(ckpt, unit, incremental[0], incremental[-1], on_disk)
+        found = _first_unreadable_changes(ckpt, unit, incremental[0], incremental[-1], on_disk,
+                                          reads)
         if found is True:  # every version's changes read: the damage is in a snapshot's files
             candidates = [rel for rel in candidates
                           if not rel.endswith(INCREMENTAL_KINDS_SUFFIXES)]
@@ -231,16 +241,18 @@ def _locate(ckpt: Checkpoint, structure: Structure, unit: StateUnit, failure: Lo
 
 
 def _first_unreadable_changes(ckpt: Checkpoint, unit: StateUnit, lo: int, hi: int,
-                              on_disk: list[int]):
+                              on_disk: list[int], reads: list[int]):
     """The first version in ``lo..hi`` whose changes Spark cannot read, with the partitions and
     file its error names, by bisection (about log2 single reads); True when all read, None when
     the reader refuses the change feed for this unit."""
     ok, named, path = changes_load(ckpt, unit, lo, hi, on_disk)
+    reads[0] += 1
     if ok is not False:
         return ok
     while lo < hi:
         mid = (lo + hi) // 2
         ok, first_named, first_path = changes_load(ckpt, unit, lo, mid, on_disk)
+        reads[0] += 1
         if ok is None:
             return None
         if ok:

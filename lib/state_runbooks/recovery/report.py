@@ -86,6 +86,9 @@ def bisection_lines(diag: Diagnosis) -> list[str]:
     g = diag.last_good_batch_id
     lines.append(f"last good batch: {g if g is not None else 'none'} ({diag.loads} state loads; "
                  f"loading every retained batch would take {hi - lo + 1})")
+    if diag.locating_reads:
+        lines.append(f"naming the file at fault took {diag.locating_reads} more Spark read(s) "
+                     "(the store at the first bad batch, the change feed of single versions)")
     return lines
 
 

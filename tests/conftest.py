@@ -81,7 +81,10 @@ def connect_spark(connect_server):
     pyspark's functions build Connect columns only while SPARK_CONNECT_MODE_ENABLED is set, so call
     library code for this session inside ``with on_connect():``."""
     from pyspark.sql.connect.session import SparkSession as ConnectSession
-    return ConnectSession.builder.remote(connect_server.url).getOrCreate()
+    session = ConnectSession.builder.remote(connect_server.url).getOrCreate()
+    yield session
+    # Before the server goes: a session left open retries its release calls for minutes at exit.
+    session.stop()
 
 
 @pytest.fixture

@@ -27,7 +27,8 @@ from .runtime import (CHANGELOG_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN, MIN_BATCHES
                       PROVIDER_CONF, OSS_HDFS_PROVIDER, provider_kind)
 
 DEFAULT_STORE = "default"
-_STATE_FILE = re.compile(r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
+STATE_FILE_PATTERN = re.compile(
+    r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
 _LOG_SUBFOLDERS = ("offsets", "commits", "sources", "state", "metadata")
 
 
@@ -152,7 +153,7 @@ class Checkpoint:
                                "commits/ and state/)")
         if require_state and not any(e.is_dir and e.name.isdigit() for e in fs.list("state")):
             ids = self.offset_batch_ids
-            gaps = (f"; its offsets log has gaps (batches {_ranges(ids)}): 05 recover corrupted "
+            gaps = (f"; its offsets log has gaps (batches {batch_ranges(ids)}): 05 recover corrupted "
                     "state checks the logs" if ids and len(ids) != ids[-1] - ids[0] + 1 else "")
             raise RunbookError(f"checkpoint {self.root} has no stateful operator: it has no state/ "
                                "folder with operators, so its query keeps no state to inspect"
@@ -198,7 +199,7 @@ class Checkpoint:
         rel = f"offsets/{batch_id}"
         if not self.fs.exists(rel):
             raise RunbookError(f"batch {batch_id} has no offsets entry in {self.root}; batches with "
-                               f"offsets: {_ranges(self.offset_batch_ids)}")
+                               f"offsets: {batch_ranges(self.offset_batch_ids)}")
         lines = self.fs.read_text(rel).splitlines()
         meta = _parse_json_line(lines[1]) if len(lines) > 1 else {}
         meta = meta if isinstance(meta, dict) else {}
@@ -296,7 +297,7 @@ class Checkpoint:
                 elif store == DEFAULT_STORE and not entry.name.startswith((".", "_")):
                     self._scan_store_dir(layout, op, part, f"{rel}/{entry.name}", entry.name)
                 continue
-            match = _STATE_FILE.match(entry.name)
+            match = STATE_FILE_PATTERN.match(entry.name)
             if match:
                 has_files = True
                 layout.files.append(StateFile(op, part, store, int(match.group(1)), match.group(3),
@@ -469,7 +470,7 @@ def _int_or_none(value) -> int | None:
     return None if value is None else int(value)
 
 
-def _ranges(ids: list[int]) -> str:
+def batch_ranges(ids: list[int]) -> str:
     """``[0, 1, 2, 5]`` -> ``0..2, 5``."""
     if not ids:
         return "none"

@@ -73,7 +73,7 @@ def provider_benchmark(table, title: str = "The same workload on each state stor
 
 def estimate_vs_reported(table, title: str = "Memory estimate against Spark's memoryUsedBytes"):
     """Grouped bars per workload (a table from ``sizing.plot_table``: one column per figure, in
-    bytes); MiB on a log scale, since the seeds' formula and RocksDB sit far below the rest."""
+    bytes); MiB on a log scale, since the widely quoted rule of thumb and RocksDB sit far below the rest."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 3.8))

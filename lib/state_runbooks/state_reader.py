@@ -62,7 +62,9 @@ def read_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int = -1, options: di
         reader = reader.option(name, value)
     with spark_errors(f"reading state of operator {unit.operator_id} {unit.label} at batch "
                       f"{batch}"):
-        return reader.load(ckpt.root)
+        df = reader.load(ckpt.root)
+        df.schema  # Spark Connect analyses lazily: a refused read fails here, not at load()
+        return df
 
 
 def unsafe_row_size(column, schema):

@@ -36,8 +36,8 @@ def bench(ctx) -> list[dict]:
     files = len(classic.fs.walk())
     print(f"checkpoint: 200 partitions, 12 batches, {files:,} files (without .crc)", flush=True)
     server = start_connect_server(str(ctx.folder / "connect.log"))
+    remote = ConnectSession.builder.remote(server.url).getOrCreate()
     try:
-        remote = ConnectSession.builder.remote(server.url).getOrCreate()
 
         def open_and_list(spark):
             ckpt = Checkpoint(spark, run.checkpoint_path)
@@ -70,4 +70,5 @@ def bench(ctx) -> list[dict]:
                 target=1.5, warm_up=False, repeats=3),
         ]
     finally:
+        remote.stop()  # before the server: an open session retries its release calls at exit
         server.stop()

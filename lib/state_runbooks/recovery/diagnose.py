@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..checkpoint import Checkpoint, _STATE_FILE
+from ..checkpoint import Checkpoint, STATE_FILE_PATTERN
 from ..operators import StateUnit
 from .loads import LoadResult, changes_load, load_batch, load_unit, load_units
 from .structure import INCREMENTAL_KINDS_SUFFIXES, Problem, Structure, is_sidecar, store_folder
@@ -263,7 +263,7 @@ def _first_unreadable_changes(ckpt: Checkpoint, unit: StateUnit, lo: int, hi: in
 
 
 def _version_of(rel: str) -> int:
-    match = _STATE_FILE.match(rel.rsplit("/", 1)[-1])
+    match = STATE_FILE_PATTERN.match(rel.rsplit("/", 1)[-1])
     return int(match.group(1)) if match else -1
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..checkpoint import Checkpoint, _STATE_FILE
+from ..checkpoint import Checkpoint, STATE_FILE_PATTERN
 from ..errors import RunbookError
 from .diagnose import Diagnosis
 from .structure import is_sidecar, log_batch_id, zip_ssts
@@ -105,7 +105,7 @@ def _orphan_sidecars(inventory: dict, target: int) -> list[str]:
         if data in inventory:
             continue
         log = log_batch_id(data)
-        state = _STATE_FILE.match(data.rsplit("/", 1)[-1]) if data.startswith("state/") else None
+        state = STATE_FILE_PATTERN.match(data.rsplit("/", 1)[-1]) if data.startswith("state/") else None
         if (log is not None and log > target) or (state and int(state.group(1)) > target + 1):
             out.append(rel)
     return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..checkpoint import _ranges
+from ..checkpoint import batch_ranges
 from .apply import Outcome
 from .diagnose import Diagnosis
 from .plan import Plan
@@ -21,7 +21,8 @@ def structure_lines(diag: Diagnosis) -> list[str]:
                 "rocksdb_changelog": "RocksDB with changelog checkpointing: <v>.changelog per "
                                      "batch, <v>.zip snapshots now and then"}.get(diag.provider,
                                                                                  diag.provider)
-    lines = [f"offsets {_ranges(diag.offset_batch_ids)}, commits {_ranges(diag.commit_batch_ids)}: "
+    lines = [f"offsets {batch_ranges(diag.offset_batch_ids)}, "
+             f"commits {batch_ranges(diag.commit_batch_ids)}: "
              f"last committed batch {last}; {flight}",
              f"provider pinned in the offsets log: {provider}"]
     for op in diag.operators:
@@ -29,7 +30,7 @@ def structure_lines(diag: Diagnosis) -> list[str]:
         span = f"state versions {versions[0]}..{versions[1]}" if versions else "no state files"
         holding = op.get("partitions_with_state", range(op["partitions"]))
         parts = (f" x {op['partitions']} partitions" if len(holding) == op["partitions"] else
-                 f", state in partition(s) {_ranges(list(holding))} of {op['partitions']} (the "
+                 f", state in partition(s) {batch_ranges(list(holding))} of {op['partitions']} (the "
                  "others hold none, by design)")
         lines.append(f"operator {op['operator_id']} ({op['operator_name']}): "
                      f"{len(op['stores'])} store(s){parts}, {span}")

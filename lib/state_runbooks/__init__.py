@@ -6,11 +6,16 @@ Modules, from the bottom up:
 - ``errors``: ``RunbookError`` (one-line, actionable) and translation of Spark errors
 - ``runtime``: Spark version, open-source vs Databricks, provider class names
 - ``redaction``: secrets hidden in any Spark configuration a runbook prints
-- ``session``: the Spark session (active one, else a quiet local one)
-- ``hadoop_fs``: file access through Hadoop's FileSystem API (any file system Spark can reach)
+- ``session``: the Spark session: classic (local, standalone, YARN, Kubernetes) or Spark Connect
+- ``local_servers``: a local Spark Connect server and standalone cluster (``make connect-server``,
+  tests)
+- ``file_access``: ``open_fs`` picks the file access for the session's kind:
+  ``hadoop_fs`` (Hadoop's FileSystem API in the JVM) or ``connect_fs`` (DataFrame reads on Connect)
 - ``checkpoint``: a checkpoint's logs, operators, stores and state files
+- ``operators``: what each stateful operator keeps, where, how it expires, how Spark reads it
 - ``state_reader``: state rows through Spark's ``statestore`` source; UnsafeRow sizes
-- ``demo``: deterministic demo checkpoints on ``rate-micro-batch``
+- ``demo``: deterministic demo checkpoints on ``rate-micro-batch`` (``demo_processor``: the
+  transformWithState demo's processor)
 - ``results``: ``record`` for tests, the JSON summary, ``fail_on``
 - ``runbook``: the common start and end of every notebook
 - ``plots``: matplotlib figures
@@ -22,6 +27,9 @@ Modules, from the bottom up:
   (heap and the ``memoryUsedBytes`` Spark will report), measurement, growth projection
 - ``inspection`` (03_inspect_state): per-store figures, skew, hot keys, growth, checklist
 - ``join_diagnosis`` (04_diagnose_join_mismatch): why a key did not come out of a stream-stream join
-- ``recovery`` (05_recover_corrupted_state): diagnose, roll back and undo, with a journal
+- ``recovery`` (05_recover_corrupted_state), a package: structure, loads, diagnose, plan,
+  activity, apply (rollback and undo, with a journal), report, faults (for demos and tests)
+- ``monitoring`` (06_monitor_state), a package: event logs (codecs, applications), a live listener,
+  history tables, verdicts
 """
 __version__ = "0.1.0"

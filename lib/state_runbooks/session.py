@@ -68,16 +68,23 @@ def check_master(spark_master: str) -> str:
 
 
 def active_session():
-    """The session already active in this process, Connect or classic, else None."""
+    """The session already active in this process, Connect or classic, else None. Where both
+    exist, the kind pyspark's functions build columns for (Connect once a remote session was
+    made through pyspark's builder, as on Databricks serverless) comes first."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql.utils import is_remote
+    sessions = [_active_connect_session(), SparkSession.getActiveSession()]
+    if not is_remote():
+        sessions.reverse()
+    return next((s for s in sessions if s is not None), None)
+
+
+def _active_connect_session():
     try:
         from pyspark.sql.connect.session import SparkSession as ConnectSession
-        active = ConnectSession.getActiveSession()
-        if active is not None:
-            return active
     except ImportError:
-        pass
-    from pyspark.sql import SparkSession
-    return SparkSession.getActiveSession()
+        return None
+    return ConnectSession.getActiveSession()
 
 
 def get_spark(spark_master: str = "", app_name: str = "state-runbooks"):

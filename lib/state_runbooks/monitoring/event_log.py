@@ -112,11 +112,8 @@ class _Listing:
         """(exists, is_dir)."""
         if self.local:
             return os.path.exists(path), os.path.isdir(path)
-        parent, name = path.rsplit("/", 1)
-        for e in open_fs(self.spark, parent).list():
-            if e.name == name:
-                return True, e.is_dir
-        return False, False
+        fs = open_fs(self.spark, path)  # the path itself: listing its parent could mean all of /tmp
+        return fs.exists(), fs.is_dir()
 
     def children(self, folder: str) -> list[tuple[LogFile, bool]]:
         if self.local:

@@ -53,6 +53,67 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return type(exc).__name__
 
 
+def require(condition: bool, message: str) -> None:
+    """Raise ``RunbookError(message)`` unless ``condition`` holds: a parameter check in one line."""
+    if not condition:
+        raise RunbookError(message)
+
+
+def full_error_text(exc: BaseException) -> str:
+    """Everything the Spark error behind ``exc`` says (message, causes, server trace), to search
+    for the file or partition it names; ``exc`` itself when it wraps no Spark error."""
+    spark_error = getattr(exc, "spark_error", None)
+    return str(spark_error) if spark_error is not None else str(exc)
+
+
+def spark_line(exc: RunbookError) -> str:
+    """The first line of the Spark error behind ``exc``, without the action that
+    :func:`spark_errors` put in front of it."""
+    return first_line(exc.spark_error) if exc.spark_error is not None else str(exc)
+
+
+def spark_error_text(exc: BaseException) -> str:
+    """``[CLASS] message`` of the Spark error under any wrapper (a failed query wraps its cause
+    in ``STREAM_FAILED``), up to the SQLSTATE or the end of the line."""
+    text = full_error_text(exc)
+    for marker in _ERROR_CLASS.finditer(text):
+        if marker.group(1) != "STREAM_FAILED" and text[marker.end():marker.end() + 1] == " ":
+            message = re.split(r" SQLSTATE|\n", text[marker.end() + 1:], maxsplit=1)[0]
+            return f"[{marker.group(1)}] {message.strip()}"
+    return first_line(exc)
+
+
+def root_cause(exc: BaseException | None) -> str | None:
+    """The innermost Java exception class and message of a Spark error (``None`` if not Java):
+    from the Java exception of a classic session, or from the server's stack trace that a Spark
+    Connect error carries (its last ``Caused by:`` line)."""
+    if exc is None:
+        return None
+    origin = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    if origin is None:
+        return _connect_root_cause(exc)
+    cause = origin
+    try:
+        while cause.getCause() is not None:
+            cause = cause.getCause()
+        message = cause.getMessage()
+        name = str(cause.getClass().getName())
+        return f"{name}: {message}" if message else name
+    except Exception:  # noqa: BLE001 - a partly reachable Java object: say nothing rather than fail
+        return None
+
+
+def _connect_root_cause(exc: BaseException) -> str | None:
+    getter = getattr(exc, "getStackTrace", None)
+    try:
+        trace = (getter() if getter is not None else None) or str(exc)
+    except Exception:  # noqa: BLE001 - not a Spark Connect error after all
+        return None
+    causes = [line.strip()[len("Caused by: "):] for line in str(trace).splitlines()
+              if line.strip().startswith("Caused by: ")]
+    return causes[-1] if causes else None
+
+
 @contextlib.contextmanager
 def spark_errors(action: str) -> Iterator[None]:
     """Translate an exception raised by Spark or the JVM during ``action`` into a RunbookError."""

@@ -5,10 +5,9 @@ restart".
 from __future__ import annotations
 
 import hashlib
-import re
 
-from ..checkpoint import Checkpoint, StateFile
-from ..errors import RunbookError, first_line, spark_errors
+from ..checkpoint import DEFAULT_STORE, Checkpoint, StateFile
+from ..errors import RunbookError, spark_error_text, spark_errors
 from ..file_access import open_fs
 from ..state_reader import read_unit
 from .loads import load_units
@@ -41,7 +40,7 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
     elif fault == "break_middle":
         target = _middle_file(ckpt, raw, files)
     elif fault == "drop_partition":
-        target = store_folder(op, partition_id, "default")
+        target = store_folder(op, partition_id, DEFAULT_STORE)
     elif fault == "drop_operator_metadata":
         target = f"state/{op}/_metadata/metadata"
     else:  # uncommitted_batch
@@ -124,17 +123,6 @@ def compare_state(a: Checkpoint, b: Checkpoint, batch_id: int) -> list[str]:
         lines.append(f"{label} at batch {batch_id}: {len(x or [])} vs {len(y or [])} rows, "
                      f"{verdict}")
     return lines
-
-
-def spark_error_text(exc: RunbookError) -> str:
-    """``[CLASS] message`` of the Spark error under the wrapper (a failed query wraps its cause
-    in ``STREAM_FAILED``), up to the SQLSTATE or the end of the line."""
-    text = str(exc.spark_error) if exc.spark_error is not None else str(exc)
-    for marker in re.finditer(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\] ", text):
-        if marker.group(1) != "STREAM_FAILED":
-            message = re.split(r" SQLSTATE|\n", text[marker.end():], maxsplit=1)[0]
-            return f"[{marker.group(1)}] {message.strip()}"
-    return first_line(exc)
 
 
 def restart_without_state_folder(spark, demo, ckpt: Checkpoint) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 from ..checkpoint import Checkpoint
-from ..errors import RunbookError, spark_errors
+from ..errors import RunbookError, full_error_text, spark_errors, spark_line
 from ..operators import StateUnit, find_unit, is_reader_limit, state_units
 from ..state_reader import read_unit
 
@@ -103,10 +103,6 @@ def _file_at_fault(ckpt: Checkpoint, text: str) -> str | None:
     return None
 
 
-def _error_text(exc: RunbookError) -> str:
-    return str(exc.spark_error) if exc.spark_error is not None else str(exc)
-
-
 def _partitions_named(text: str, on_disk: list[int]) -> tuple[int, ...]:
     named = {int(p) for p in _PARTITION_NAMED.findall(text)} & set(on_disk)
     if not named:
@@ -124,7 +120,7 @@ def load_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int, on_disk: list[in
             rows = read_unit(ckpt, unit, batch_id).count()
         return LoadResult(unit.operator_id, name, batch_id, True, rows)
     except RunbookError as exc:
-        text = _error_text(exc)
+        text = full_error_text(exc)
         return LoadResult(unit.operator_id, name, batch_id, False, None, exc.error_class,
                           spark_line(exc), _file_at_fault(ckpt, text),
                           _partitions_named(text, list(on_disk)))
@@ -163,11 +159,6 @@ def changes_load(ckpt: Checkpoint, unit: StateUnit, first_version: int, last_ver
     except RunbookError as exc:
         if is_reader_limit(exc.error_class):
             return None, (), None
-        text = _error_text(exc)
+        text = full_error_text(exc)
         return False, _partitions_named(text, on_disk), _file_at_fault(ckpt, text)
 
-
-def spark_line(exc: RunbookError) -> str:
-    """The Spark message without the action prefix added by spark_errors."""
-    line = str(exc)
-    return line.split(" failed: ", 1)[1] if " failed: " in line else line

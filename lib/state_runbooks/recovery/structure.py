@@ -15,7 +15,7 @@ import re
 import zipfile
 from dataclasses import dataclass
 
-from ..checkpoint import Checkpoint, StateFile
+from ..checkpoint import DEFAULT_STORE, Checkpoint, StateFile
 from ..file_access import FileEntry
 from ..operators import SHUFFLE_PARTITIONS_CONF, state_partitions
 from .loads import operators_of
@@ -73,8 +73,9 @@ def provider_setup(ckpt: Checkpoint) -> str:
 
 
 def store_folder(op: int, partition: int, store: str) -> str:
+    """``state/<op>/<partition>``, with ``/<store>`` for any store but the default one."""
     base = f"state/{op}/{partition}"
-    return base if store == "default" else f"{base}/{store}"
+    return base if store == DEFAULT_STORE else f"{base}/{store}"
 
 
 def zip_ssts(raw: FS, zip_rel: str) -> list[tuple[str, int]] | None:

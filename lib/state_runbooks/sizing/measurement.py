@@ -1,0 +1,211 @@
+"""Measuring a checkpoint for the memory model: each unit's rows and bytes as inspection's scan
+reports them, what the newest batch put and removed (the state change feed) or, without one, what
+the row counts show, and from that what the HDFS-backed provider holds in memory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+
+from ..errors import spark_errors
+from ..formatting import format_bytes
+from ..inspection import StoreReport, inspect_stores
+from ..state_reader import read_state_changes, union_over_batches
+from .jvm_objects import COMPRESSED_OOPS, JvmLayout
+from .memory_model import (DEFAULT_VERSIONS_IN_MEMORY, MAX_VERSIONS_CONF, MemoryEstimate,
+                           PartitionVersions, estimate_partition, partition_versions)
+
+ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"
+# The scan's figures of a measured unit are its report's own: ``m.rows`` is ``m.report.rows``.
+REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partitions", "batch_id",
+                    "rows", "key_bytes", "value_bytes", "rows_per_partition", "disk",
+                    "payload_bytes_per_partition", "label")
+
+
+@dataclass
+class StoreMeasurement:
+    """One unit at one batch: inspection's report of it (rows and bytes as stored, files on disk)
+    and the HDFS-backed provider's in-memory estimate for those rows. The report's figures read
+    as attributes of the measurement (``m.rows``, ``m.disk``, ...)."""
+    report: StoreReport
+    churn_source: str  # "change feed" (the batch's own puts and removes) or "row counts"
+    partitions: list[PartitionVersions] = field(default_factory=list)
+    estimate: MemoryEstimate = field(default_factory=MemoryEstimate)
+
+    def __getattr__(self, name: str):
+        if name in REPORTED_FIGURES:
+            return getattr(self.report, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def payload_bytes(self) -> int:
+        return self.key_bytes + self.value_bytes
+
+
+@dataclass
+class CheckpointMeasurement:
+    """Every unit of a checkpoint (store, join store, state variable) at one batch: measured, or
+    the report of Spark's reader refusing it."""
+    batch_id: int
+    stores: list[StoreMeasurement]  # one per unit Spark's reader reads
+    unreadable: list[StoreReport]  # reader_error set
+
+    def lines(self) -> list[str]:
+        """What could not be measured, one line per unit (nothing when every unit was)."""
+        return [f"{r.label} ({r.operator_name}): not measured, Spark's statestore reader "
+                f"refused it ({r.reader_error_class or r.reader_error}); its files: "
+                f"{format_bytes(r.disk.get('retained_bytes', 0))} retained on disk."
+                for r in self.unreadable]
+
+
+def measure_stores(ckpt, batch_id: int = -1, restarted_each_batch: bool = False,
+                   versions_in_memory: int | None = None, layout: JvmLayout = COMPRESSED_OOPS,
+                   operator_id: int = -1) -> list[StoreMeasurement]:
+    """:func:`measure_checkpoint`'s measured stores."""
+    return measure_checkpoint(ckpt, batch_id, restarted_each_batch, versions_in_memory, layout,
+                              operator_id).stores
+
+
+def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = False,
+                       versions_in_memory: int | None = None,
+                       layout: JvmLayout = COMPRESSED_OOPS,
+                       operator_id: int = -1) -> CheckpointMeasurement:
+    """Rows, bytes and the HDFS-backed in-memory estimate of every store at a batch.
+
+    Rows and bytes come from one scan per unit (``inspection.inspect_stores``). What the older kept
+    version holds comes from the batch's own changes (the state change feed: keys put and removed)
+    and the row counts of the two batches before, read in one Spark job each. Units are the
+    operator model's (a join in state format 3 by side, transformWithState by variable); a unit
+    Spark's reader refuses is listed in ``unreadable`` instead of failing the measurement.
+    """
+    batch = ckpt.resolve_batch(batch_id, operator_id)
+    lo, _hi = ckpt.retained_batch_range(operator_id)
+    versions = (versions_in_memory if versions_in_memory is not None
+                else int(ckpt.spark.conf.get(MAX_VERSIONS_CONF, str(DEFAULT_VERSIONS_IN_MEMORY))))
+    checksum = str(ckpt.pinned_conf.get(ROW_CHECKSUM_CONF, "false")).lower() == "true"
+    inspected = inspect_stores(ckpt, batch, operator_id, top_keys=0)
+    reports = [r for r in inspected if r.readable]
+    unreadable = [r for r in inspected if not r.readable]
+
+    earlier = [b for b in (batch - 1, batch - 2) if b >= lo]
+    snapshots = {r.label: _snapshot_versions(ckpt, r, batch) if restarted_each_batch else {}
+                 for r in reports}
+    wanted = {r.label: set(earlier) | {v - 1 for v in snapshots[r.label].values()
+                                       if lo <= v - 1 < batch - 1}
+              for r in reports}
+    counts, changes, fed = (_history(ckpt, reports, wanted, max(lo, batch - 1), batch)
+                            if reports else ({}, {}, set()))
+
+    out = []
+    for report in reports:
+        parts = []
+        key_avg = report.key_bytes / report.rows if report.rows else 0.0
+        value_avg = report.value_bytes / report.rows if report.rows else 0.0
+        for p, rows in enumerate(report.rows_per_partition):
+            # Rows of the two batches before (a batch no longer retained: taken as unchanged).
+            prev = counts.get((report.label, batch - 1, p), 0) if batch - 1 in earlier else rows
+            prev_prev = (counts.get((report.label, batch - 2, p), 0) if batch - 2 in earlier
+                         else prev)
+            if report.label in fed:
+                put, removed = changes.get((report.label, batch, p), (0, 0))
+                _prev_put, prev_removed = changes.get((report.label, batch - 1, p), (0, 0))
+                inserted = max(0, rows - prev + removed)
+                replaced = max(0, put - inserted)
+                prev_inserted = max(0, prev - prev_prev + prev_removed)
+            else:  # no change feed: only what the row counts show
+                inserted, removed, replaced = max(0, rows - prev), max(0, prev - rows), 0
+                prev_inserted = max(0, prev - prev_prev)
+            snap = snapshots[report.label].get(p)
+            parts.append(partition_versions(
+                rows, inserted, removed, replaced, prev, prev_inserted, prev_prev,
+                restarted=restarted_each_batch, has_previous_version=batch > 0,
+                snapshot_rows=counts.get((report.label, snap - 1, p), 0) if snap else None,
+                snapshot_is_previous=snap == batch))
+        estimate = MemoryEstimate()
+        for part in parts:
+            estimate = estimate + estimate_partition(part, key_avg, value_avg, layout, checksum,
+                                                     versions)
+        churn = "change feed" if report.label in fed else "row counts"
+        out.append(StoreMeasurement(report, churn, parts, estimate))
+    return CheckpointMeasurement(batch, out, unreadable)
+
+
+def measured_totals(measurements: list[StoreMeasurement]) -> MemoryEstimate:
+    total = MemoryEstimate()
+    for m in measurements:
+        total = total + m.estimate
+    return total
+
+
+def disk_totals(measurements: list[StoreMeasurement]) -> dict:
+    """Bytes on disk of the measured units, each store folder once (the units of one folder, a
+    join in state format 3 or the variables of transformWithState, all report its files):
+    ``{"latest_version": ..., "retained": ...}``."""
+    folders = {}
+    for m in measurements:
+        folders[(m.operator_id, m.report.files_store)] = m.disk
+    return {"latest_version": sum(d.get("latest_version_bytes", 0) for d in folders.values()),
+            "retained": sum(d.get("retained_bytes", 0) for d in folders.values())}
+
+
+def _has_change_feed(ckpt, report) -> bool:
+    """Whether the change feed is read for this unit: a provider that writes one (HDFS-backed, or
+    RocksDB with changelog checkpointing), and a store the checkpoint lists by that name (not a
+    state variable, not a side of a join in state format 3)."""
+    if ckpt.provider_kind == "rocksdb" and not ckpt.changelog_checkpointing:
+        return False
+    if report.state_variable is not None:
+        return False
+    return any(st.store_name == report.store_name for st in ckpt.stores(report.operator_id))
+
+
+def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int):
+    """In one Spark job: rows per (unit label, batch, partition) at the asked batches, and the
+    distinct keys put and removed per (unit label, batch, partition) in ``first_change`` ..
+    ``last_change`` from the state change feed, for the units that have one
+    (:func:`_has_change_feed`). Returns ``(rows, changes, labels with a change feed)``."""
+    from pyspark.sql import functions as F
+
+    columns = ["store", "batch_id", "partition_id", "kind", "key_hash"]
+    frames = [union_over_batches(ckpt, u.operator_id, u.store_name,
+                                 sorted(batches_by_unit[u.label]),
+                                 [F.lit(u.label).alias("store"), "partition_id",
+                                  F.lit("rows").alias("kind"), F.lit(None).cast("long")
+                                  .alias("key_hash")], u.state_variable).select(*columns)
+              for u in units if batches_by_unit.get(u.label)]
+    fed = {u.label for u in units if _has_change_feed(ckpt, u)}
+    for u in units:
+        if u.label in fed:
+            frames.append(read_state_changes(ckpt, u.operator_id, u.store_name, first_change,
+                                             last_change)
+                          .select(F.lit(u.label).alias("store"), "batch_id", "partition_id",
+                                  F.col("change_type").alias("kind"),
+                                  F.xxhash64("key").alias("key_hash")))
+    if not frames:
+        return {}, {}, fed
+    combined = reduce(lambda a, b: a.unionByName(b), frames)
+    counted = combined.groupBy(*columns[:4]).agg(F.count(F.lit(1)).alias("rows"),
+                                                 F.countDistinct("key_hash").alias("keys"))
+    with spark_errors(f"reading earlier row counts and the changes of batches {first_change}.."
+                      f"{last_change}"):
+        result = counted.collect()
+    rows, changes = {}, {}
+    for r in result:
+        key = (r["store"], int(r["batch_id"]), int(r["partition_id"]))
+        if r["kind"] == "rows":
+            rows[key] = int(r["rows"])
+        else:
+            put, removed = changes.get(key, (0, 0))
+            changes[key] = ((int(r["keys"]), removed) if r["kind"] == "update"
+                            else (put, int(r["keys"])))
+    return rows, changes, fed
+
+
+def _snapshot_versions(ckpt, unit, batch_id: int) -> dict[int, int]:
+    """partition -> newest snapshot version the older in-memory version would be read from."""
+    out: dict[int, int] = {}
+    for f in ckpt.state_files(unit.operator_id, unit.files_store):
+        if f.kind == "snapshot" and f.version <= batch_id:
+            out[f.partition_id] = max(out.get(f.partition_id, 0), f.version)
+    return out
+

@@ -23,8 +23,9 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/state-runbooks install-kernel-config
 	@touch $(STAMP)
 
+# A line per runbook, then a table of outputs; Spark's and the kernels' output in $(OUT)/logs/.
 demo: setup
-	$(BIN)/state-runbooks demo --out $(OUT)
+	@$(BIN)/state-runbooks demo --out $(OUT)
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 import json
 import pathlib
+import subprocess
+import sys
 
 import nbformat
 import papermill
@@ -17,7 +19,8 @@ import yaml
 
 from state_runbooks.checkpoint import Checkpoint
 from state_runbooks import inspection
-from state_runbooks.notebooks import repo_notebooks_dir, resolve_notebook
+from state_runbooks.runbook import DEMO_ENV
+from state_runbooks.notebooks import main, repo_notebooks_dir, resolve_notebook
 
 NOTEBOOKS = sorted(repo_notebooks_dir().glob("*.ipynb"))
 REPO = repo_notebooks_dir().parent
@@ -50,17 +53,61 @@ def test_notebook_conventions(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_papermill_reads_the_parameters(path):
-    parameters = papermill.inspect_notebook(str(path))
-    assert parameters["fail_on"]["inferred_type_name"] == "str"
-    assert all(p["help"] for p in parameters.values()), "papermill --help-notebook shows comments"
+def test_help_notebook_lists_every_parameter_with_type_and_help(path):
+    """What ``papermill --help-notebook`` prints: papermill drops a line it cannot parse (one
+    with a second '=', e.g. in its comment) with a warning, so compare with the cell itself."""
+    cell = next(c for c in nbformat.read(str(path), as_version=4).cells
+                if "parameters" in c.metadata.get("tags", []))
+    declared = {node.target.id: ast.unparse(node.annotation) for node in ast.parse(cell.source).body}
+    shown = papermill.inspect_notebook(str(path))
+    assert list(shown) == list(declared)
+    assert {name: p["inferred_type_name"] for name, p in shown.items()} == declared
+    assert [name for name, p in shown.items() if not p["help"]] == []
 
 
-def test_schedule_files_name_real_parameters():
-    for schedule in sorted((REPO / "runbooks" / "schedules").glob("*.yaml")):
-        notebook = resolve_notebook(schedule.stem)
-        known = papermill.inspect_notebook(str(notebook))
-        assert set(yaml.safe_load(schedule.read_text())) <= set(known), schedule.name
+def _sanitize(text: str) -> str:
+    import configparser
+    import re
+    config = configparser.ConfigParser()
+    config.read(REPO / "tests" / "nbval_sanitize.cfg")
+    for section in config.sections():
+        text = re.sub(config[section]["regex"], config[section]["replace"], text)
+    return text
+
+
+@pytest.mark.parametrize("temp_root", ["/tmp", "/var/folders/x1/abc_123/T", "/private/var/folders/x1/T",
+                                       "/home/runner/work/_temp", "/Users/me/Library/Caches/tmp.x"])
+def test_sanitize_patterns_match_any_temp_root(temp_root):
+    printed = (f"on demo checkpoint file:{temp_root}/state-runbooks-demo-k3_x9z/dedup: query "
+               f"5011c96c-ef93-4081-b81d-62bdc86c5010; log {temp_root}/state-runbooks-demo-r0tba12s: "
+               f"copy in {temp_root}/pytest-of-me/pytest-12/test_x0/ckpt, Spark 4.3.0")
+    assert _sanitize(printed) == ("on demo checkpoint <DEMO_DIR>/dedup: query <QUERY_ID>; log "
+                                  "<DEMO_DIR>: copy in <TMP_DIR>/test_x0/ckpt, Spark <VERSION>")
+
+
+SCHEDULES = sorted((REPO / "runbooks" / "schedules").glob("*.yaml"))
+PLACEHOLDER_PARAMETERS = {"checkpoint_path", "event_log_path"}  # what a schedule must be given
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda p: p.stem)
+def test_schedule_files_name_real_parameters_and_never_change_a_checkpoint(schedule):
+    notebook = resolve_notebook(schedule.stem)  # recover_corrupted_state.diagnose: 05
+    parameters = yaml.safe_load(schedule.read_text())
+    assert set(parameters) <= set(papermill.inspect_notebook(str(notebook)))
+    assert parameters.get("mode", "diagnose") == "diagnose" and parameters.get("dry_run", True)
+    assert [n for n in PLACEHOLDER_PARAMETERS & set(parameters)
+            if parameters[n].startswith("<")], "ships with a placeholder for the checkpoint or log"
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES, ids=lambda p: p.stem)
+def test_a_schedule_not_yet_set_refuses_in_one_line(schedule, tmp_path, capsys):
+    notebook = resolve_notebook(schedule.stem)
+    assert main(["run", schedule.stem, "-f", str(schedule), "--out", str(tmp_path)]) == 1
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"FAILED {notebook.stem}: RunbookError: ") and "is still the placeholder" in last
+    summary = json.loads((tmp_path / f"{notebook.stem}.summary.json").read_text())
+    assert summary["status"] == "error" and summary["error"]["step"] == "parameters"
+    assert not (tmp_path / f"{notebook.stem}.ipynb").exists()  # refused before any kernel started
 
 
 # -- papermill runs with parameters (fixture run_notebook in conftest.py) -------------------------
@@ -106,13 +153,41 @@ def test_fail_on_warning_fails_a_scheduled_run(spark, run_notebook, tmp_path):
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("suffix,message", [("missing", "checkpoint path does not exist"),
-                                            ("state", "pass the checkpoint root instead")])
-def test_bad_checkpoint_path_fails_with_one_line(demo_factory, run_notebook, suffix, message):
+                                            ("state", "pass the checkpoint root instead"),
+                                            (None, "builds no demo: set -p checkpoint_path")])
+def test_bad_checkpoint_path_fails_with_one_line_and_an_error_summary(
+        demo_factory, run_notebook, tmp_path, monkeypatch, suffix, message):
     root = demo_factory("dedup").checkpoint_path
+    # None: no checkpoint in a run that refuses the demo (as state-runbooks run without --demo)
+    monkeypatch.setenv(DEMO_ENV, "refuse")
     with pytest.raises(papermill.PapermillExecutionError) as excinfo:
-        run_notebook("00_template", checkpoint_path=f"{root}/{suffix}")
+        run_notebook("00_template", checkpoint_path=f"{root}/{suffix}" if suffix else "")
     assert excinfo.value.ename == "RunbookError"
     assert message in excinfo.value.evalue and "\n" not in excinfo.value.evalue
+    summary = json.loads((tmp_path / "00_template.summary.json").read_text())
+    assert summary["status"] == "error" and summary["findings"] == []
+    assert summary["error"] == {"type": "RunbookError", "message": excinfo.value.evalue,
+                                "step": 'rb = start_runbook("template", checkpoint_path, '
+                                        'spark_master, summary_path, fail_on,'}
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_cli_run_that_fails_says_why_in_its_last_line_and_leaves_the_rest_in_its_log(tmp_path):
+    missing = tmp_path / "no-such-checkpoint"
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "state-runbooks"), "run",
+                           "00_template", "-p", "checkpoint_path", str(missing), "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1 and proc.stderr == ""
+    lines = proc.stdout.strip().splitlines()
+    log = tmp_path / "out" / "logs" / "00_template.log"
+    assert lines[0].split()[:2] == ["00_template", "error"]
+    assert lines[-1] == (f"FAILED 00_template: RunbookError: checkpoint path does not exist: "
+                         f"file:{missing} (step: rb = start_runbook(\"template\", checkpoint_path, "
+                         f"spark_master, summary_path, fail_on,) (log: {log})")
+    assert "Traceback" not in proc.stdout and "Traceback" in log.read_text()
+    summary = json.loads((tmp_path / "out" / "00_template.summary.json").read_text())
+    assert summary["status"] == "error" and summary["checkpoint_path"] == str(missing)
 
 
 @pytest.mark.slow

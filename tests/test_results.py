@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from state_runbooks.errors import RunbookError, RunbookFailed
-from state_runbooks.results import (RECORD_MIMETYPE, Summary, check_fail_on, finish,
+from state_runbooks.results import (RECORD_MIMETYPE, Summary, check_fail_on, failing_step, finish,
                                     read_records, reaches, write_summary)
 
 
@@ -28,7 +28,8 @@ def test_status_is_the_worst_finding():
 @pytest.mark.parametrize("status,fail_on,fails", [
     ("ok", "never", False), ("critical", "never", False), ("warning", "warning", True),
     ("critical", "warning", True), ("warning", "critical", False), ("critical", "critical", True),
-    ("ok", "warning", False)])
+    ("ok", "warning", False), ("error", "never", False), ("error", "warning", True),
+    ("error", "critical", True)])
 def test_reaches(status, fail_on, fails):
     assert reaches(status, fail_on) is fails
 
@@ -36,6 +37,25 @@ def test_reaches(status, fail_on, fails):
 def test_bad_fail_on():
     with pytest.raises(RunbookError, match="use 'never', 'warning' or 'critical'"):
         check_fail_on("error")
+
+
+def test_a_run_stopped_by_an_error_has_status_error_whatever_its_findings(tmp_path):
+    summary = _summary("critical")
+    summary.set_error("RunbookError", "checkpoint path does not exist: file:/x", "rb = start_runbook(")
+    data = json.loads(open(write_summary(summary, str(tmp_path / "s.json"))).read())
+    assert data["status"] == "error"
+    assert list(data)[:6] == ["runbook", "status", "checkpoint_path", "spark_version", "findings",
+                              "error"]
+    assert data["error"] == {"type": "RunbookError", "step": "rb = start_runbook(",
+                             "message": "checkpoint path does not exist: file:/x"}
+    assert "error" not in _summary("warning").to_dict()
+
+
+def test_failing_step_is_the_statement_that_raised():
+    cell = "from x import y\n\nreports = inspect(ckpt)\nshow(reports)\n"
+    assert failing_step(cell, 4) == "show(reports)"
+    assert failing_step(cell, None) == "reports = inspect(ckpt)"  # line unknown: first statement
+    assert len(failing_step("x = " + "1" * 200, 1)) == 120
 
 
 def test_summary_json_has_the_common_keys(tmp_path):

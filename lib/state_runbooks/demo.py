@@ -7,7 +7,9 @@ off for the demo), so ``batches=N`` means N batches and every output is reproduc
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -312,12 +314,72 @@ def demo_query(spark, workload: str, rows_per_batch: int):
     raise RunbookError(f"demo workload {workload!r} is not known: use one of {', '.join(WORKLOADS)}")
 
 
+DEMO_FOLDER_PREFIX = "state-runbooks-demo-"
+# Written into every demo folder with the id of the process that made it: only folders carrying it
+# are ever removed, so nothing else in the temporary folder is touched.
+DEMO_FOLDER_MARKER = ".state-runbooks-demo"
+_made_here: list[str] = []
+
+
+def new_demo_folder() -> str:
+    """A fresh local folder for demo files, in the temporary folder. It is removed when this process
+    (the notebook's kernel) exits; folders left by processes that ended without removing theirs (a
+    killed kernel) are removed first, so demo folders do not pile up."""
+    remove_orphaned_demo_folders()
+    folder = tempfile.mkdtemp(prefix=DEMO_FOLDER_PREFIX)
+    with open(os.path.join(folder, DEMO_FOLDER_MARKER), "w", encoding="utf-8") as marker:
+        marker.write(f"{os.getpid()}\n")
+    if not _made_here:
+        atexit.register(_remove_made_here)
+    _made_here.append(folder)
+    return folder
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it runs
+        return True
+    return True
+
+
+def remove_orphaned_demo_folders(parent: str | None = None) -> list[str]:
+    """Remove the demo folders in ``parent`` (default: the temporary folder) whose marker names a
+    process that no longer runs; returns them. Folders without a readable marker stay."""
+    parent = parent or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        folder = os.path.join(parent, name)
+        if not name.startswith(DEMO_FOLDER_PREFIX) or os.path.islink(folder):
+            continue
+        try:
+            with open(os.path.join(folder, DEMO_FOLDER_MARKER), encoding="utf-8") as marker:
+                pid = int(marker.read().strip())
+        except (OSError, ValueError):
+            continue
+        if not _process_runs(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _remove_made_here() -> None:
+    for folder in _made_here:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def new_demo_path(workload: str) -> str:
-    """A fresh checkpoint location: a local temporary folder, or DBFS on Databricks (the executors
-    must see the checkpoint, and a driver's /tmp is not shared)."""
+    """A fresh checkpoint location: in a new demo folder (see :func:`new_demo_folder`), or on DBFS on
+    Databricks (the executors must see the checkpoint, and a driver's /tmp is not shared)."""
     if is_databricks():
         return f"dbfs:/tmp/state-runbooks-demo/{workload}-{uuid.uuid4().hex[:8]}"
-    return os.path.join(tempfile.mkdtemp(prefix="state-runbooks-demo-"), workload)
+    return os.path.join(new_demo_folder(), workload)
 
 
 def demo_provider(workload: str, provider: str) -> str:

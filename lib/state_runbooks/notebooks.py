@@ -4,6 +4,7 @@ Command line (installed as ``state-runbooks``)::
 
     state-runbooks demo [--out out/]             # every runbook on its demo: .ipynb, .html, .json
     state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
+    state-runbooks run 03_inspect_state --demo   # on the demo (a run names its checkpoint otherwise)
     state-runbooks install-kernel-config         # keep JVM output out of notebook cells
     state-runbooks golden [03_inspect_state]     # refresh the outputs nbval compares
     state-runbooks connect-server [--port 15002] # a local Spark Connect server, until Ctrl-C
@@ -54,6 +55,11 @@ def resolve_notebook(name: str, notebooks_dir: pathlib.Path | None = None) -> pa
     return matches[0]
 
 
+def summary_target(out_dir: pathlib.Path, stem: str, parameters: dict) -> str:
+    """Where a run's summary goes: ``summary_path`` if given, else ``<out>/<stem>.summary.json``."""
+    return parameters.get("summary_path") or str((out_dir / f"{stem}.summary.json").resolve())
+
+
 @dataclass
 class ExecutedNotebook:
     notebook: pathlib.Path
@@ -86,9 +92,8 @@ def execute(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict | No
     parameters = dict(parameters or {})
     summary_path = None
     if write_summary and "summary_path" not in parameters:
-        summary_path = out_dir / f"{stem}.summary.json"
-        parameters["summary_path"] = str(summary_path.resolve())
-    elif parameters.get("summary_path"):
+        parameters["summary_path"] = summary_target(out_dir, stem, parameters)
+    if parameters.get("summary_path"):
         summary_path = pathlib.Path(parameters["summary_path"])
     try:
         papermill.execute_notebook(str(notebook), str(output), parameters=parameters,
@@ -191,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
                      metavar=("NAME", "VALUE"), help="a parameter, as with papermill -p")
     run.add_argument("-f", "--parameters-file", help="a YAML file of parameters (runbooks/schedules)")
     run.add_argument("--out", default="out", help="output folder (default: out)")
+    run.add_argument("--demo", action="store_true",
+                     help="with no checkpoint_path, run on the demo (without: refuse)")
     sub.add_parser("install-kernel-config", help="keep JVM output out of notebook cells")
     golden = sub.add_parser("golden", help="refresh the outputs nbval compares (after a change)")
     golden.add_argument("notebooks", nargs="*", help="notebook names; default: all")
@@ -211,29 +218,24 @@ def main(argv: list[str] | None = None) -> int:
             notebook = resolve_notebook(name)
             print(f"{notebook.name}: {refresh_golden(notebook)} compared cells refreshed", flush=True)
         return 0
+    from .headless import report, run_in_child
+
+    out_dir = pathlib.Path(args.out)
     if args.command == "run":
         import yaml
         parameters = {}
         if args.parameters_file:
             parameters.update(yaml.safe_load(pathlib.Path(args.parameters_file).read_text()) or {})
         parameters.update(_parse_parameters(args.parameter))
-        targets = [(resolve_notebook(args.notebook), parameters)]
+        targets, demo_wanted = [(resolve_notebook(args.notebook), parameters)], args.demo
     else:
-        targets = [(nb, {}) for nb in runbook_notebooks()]
+        targets, demo_wanted = [(nb, {}) for nb in runbook_notebooks()], True
 
-    failed = 0
-    for notebook, parameters in targets:
-        print(f"running {notebook.name} ...", flush=True)
-        try:
-            result = execute(notebook, pathlib.Path(args.out), parameters)
-        except Exception as exc:  # noqa: BLE001 - report every runbook, then fail
-            failed += 1
-            print(f"  FAILED: {str(exc).strip().splitlines()[-1] if str(exc).strip() else exc}")
-            continue
-        summary = result.summary or {}
-        print(f"  {summary.get('status', '?')}: {result.notebook}, {result.html_path}, "
-              f"{result.summary_path}")
-    return 1 if failed else 0
+    interactive = sys.stdout.isatty()
+    outcomes = [run_in_child(notebook, out_dir, parameters, demo_wanted, interactive)
+                for notebook, parameters in targets]
+    print(report(outcomes, out_dir))
+    return 1 if any(o.failure for o in outcomes) else 0
 
 
 if __name__ == "__main__":

@@ -2,6 +2,10 @@
 
 ``record(name, value)`` displays a value under a custom mimetype; tests read it back from the executed
 notebook with :func:`read_records` (nbformat), without parsing printed text.
+
+A run ends with status ``ok``, ``warning`` or ``critical`` (its worst finding), or ``error`` when it
+stopped before its verdict (bad input, a Spark failure): then the summary names the error's one-line
+message and the statement that raised it (:func:`record_error`).
 """
 from __future__ import annotations
 
@@ -10,11 +14,12 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .errors import RunbookError, RunbookFailed
+from .errors import RunbookError, RunbookFailed, first_line
 
 RECORD_MIMETYPE = "application/vnd.state-runbooks.record+json"
 SEVERITIES = ("info", "warning", "critical")
-STATUSES = ("ok", "warning", "critical")
+STATUSES = ("ok", "warning", "critical", "error")
+# "error" is no fail_on level: a run that stopped with an error fails whatever fail_on says.
 FAIL_ON = ("never", "warning", "critical")
 
 
@@ -68,6 +73,12 @@ class Summary:
     spark_version: str
     findings: list[Finding] = field(default_factory=list)
     details: dict = field(default_factory=dict)
+    error: dict | None = None  # type, message, step: set when the run stopped before its verdict
+
+    def set_error(self, error_type: str, message: str, step: str) -> None:
+        """The run stopped with an error (its class name and one-line message) at ``step`` before
+        its verdict: status ``error``."""
+        self.error = {"type": error_type, "message": message, "step": step}
 
     def add_finding(self, severity: str, code: str, message: str) -> None:
         if severity not in SEVERITIES:
@@ -76,15 +87,18 @@ class Summary:
 
     @property
     def status(self) -> str:
+        if self.error:
+            return "error"
         severities = {f.severity for f in self.findings}
         return "critical" if "critical" in severities else \
             "warning" if "warning" in severities else "ok"
 
     def to_dict(self) -> dict:
+        error = {"error": self.error} if self.error else {}
         return _jsonable({"runbook": self.runbook, "status": self.status,
                           "checkpoint_path": self.checkpoint_path,
                           "spark_version": self.spark_version,
-                          "findings": [f.__dict__ for f in self.findings], **self.details})
+                          "findings": [f.__dict__ for f in self.findings], **error, **self.details})
 
 
 def check_fail_on(fail_on: str) -> str:
@@ -94,7 +108,8 @@ def check_fail_on(fail_on: str) -> str:
 
 
 def reaches(status: str, fail_on: str) -> bool:
-    """Whether a run with ``status`` should fail under ``fail_on``."""
+    """Whether a run with ``status`` should fail under ``fail_on`` (``error`` reaches every level
+    but ``never``; an error fails the run by itself anyway)."""
     check_fail_on(fail_on)
     if fail_on == "never":
         return False
@@ -139,4 +154,27 @@ def finish(summary: Summary, summary_path: str = "", fail_on: str = "never", spa
         codes = ", ".join(f.code for f in summary.findings if f.severity != "info")
         raise RunbookFailed(f"{summary.runbook}: status {summary.status} reaches "
                             f"fail_on={fail_on} ({codes})")
+    return data
+
+
+def failing_step(cell_source: str, line: int | None) -> str:
+    """The statement of a notebook cell that raised (its ``line``, 1-based), as one short line; the
+    cell's first statement when the line is not known."""
+    lines = cell_source.splitlines()
+    if line is None or not 1 <= line <= len(lines):
+        lines = [s for s in lines if s.strip() and not s.lstrip().startswith(("#", "from ", "import "))]
+        line = 1
+    text = lines[line - 1].strip() if lines else ""
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def record_error(summary: Summary, exc: BaseException, step: str, summary_path: str = "",
+                 spark=None) -> dict:
+    """In a notebook: mark the run as stopped by ``exc`` at ``step`` (status ``error``), record the
+    summary and write it if asked. Findings made before the error stay."""
+    summary.set_error(type(exc).__name__, first_line(exc), step)
+    data = summary.to_dict()
+    record("summary", data)
+    if summary_path:
+        write_summary(summary, summary_path, spark)
     return data

@@ -14,9 +14,9 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 
+from ..demo import new_demo_folder
 from ..errors import RunbookError
 from .history import progress_dict
 
@@ -97,8 +97,9 @@ def write_event_logs(specs: list[dict], timeout_s: int = 600) -> list[DemoLog]:
 
 def write_demo_event_log(workload: str = DEMO_WORKLOAD, batches: int = DEMO_BATCHES,
                          codec: str = "zstd", rolling: bool = True) -> DemoLog:
-    """The runbook's demo: a fresh event log folder written by one demo query."""
-    root = tempfile.mkdtemp(prefix="state-runbooks-demo-")
+    """The runbook's demo: a fresh event log folder written by one demo query (in a demo folder,
+    removed when this process exits)."""
+    root = new_demo_folder()
     spec = {"event_log_dir": os.path.join(root, "event-logs"),
             "checkpoint": os.path.join(root, "checkpoint"), "workload": workload,
             "batches": batches, "codec": codec, "rolling": rolling}

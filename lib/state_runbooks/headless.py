@@ -135,8 +135,9 @@ def _wait(proc: subprocess.Popen, name: str, executed: pathlib.Path, started: fl
     if not interactive:
         proc.wait()
         return
+    progress = ""
     while proc.poll() is None:
-        progress = _cell_progress(executed, started)
+        progress = _cell_progress(executed, started) or progress  # "" while papermill writes it
         sys.stdout.write(f"\r{name:<28} running {time.time() - started:>5.0f} s  {progress:<12}")
         sys.stdout.flush()
         time.sleep(0.5)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from .errors import RunbookError, first_line
 from .notebooks import execute, summary_target
-from .results import Summary, failing_step, is_uri, write_summary
+from .results import Summary, failing_step, local_file, write_summary
 from .runbook import DEMO_ENV, check_not_placeholder
 
 LOG_FOLDER = "logs"
@@ -41,7 +41,7 @@ def runbook_name(notebook: pathlib.Path) -> str:
 def _write_error_summary(notebook, parameters, summary_path, error_type, message, step) -> None:
     """The summary of a run that stopped before its notebook could write one (local paths only:
     a file system URI needs the notebook's Spark session)."""
-    if is_uri(summary_path) and not summary_path.startswith("file:"):
+    if local_file(summary_path) is None:
         return
     summary = Summary(runbook_name(notebook), parameters.get("checkpoint_path", ""), None)
     summary.set_error(error_type, message, step)
@@ -49,9 +49,9 @@ def _write_error_summary(notebook, parameters, summary_path, error_type, message
 
 
 def _written_since(path: str, started: float) -> bool:
-    if is_uri(path) and not path.startswith("file:"):
+    local = local_file(path)
+    if local is None:
         return True  # not ours to check: the notebook wrote it or said why not
-    local = pathlib.Path(path.removeprefix("file://").removeprefix("file:"))
     return local.exists() and local.stat().st_mtime >= started - 1
 
 
@@ -105,10 +105,8 @@ class RunOutcome:
 
 
 def _read_summary(path: str, started: float) -> dict | None:
-    if is_uri(path) and not path.startswith("file:"):
-        return None
-    local = pathlib.Path(path.removeprefix("file://").removeprefix("file:"))
-    if not _written_since(str(local), started):
+    local = local_file(path)
+    if local is None or not _written_since(path, started):
         return None
     try:
         return json.loads(local.read_text(encoding="utf-8"))

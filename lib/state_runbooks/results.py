@@ -122,11 +122,21 @@ def is_uri(path: str) -> bool:
     return re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", path) is not None
 
 
+def local_file(path: str):
+    """The local file a summary path names (``out/s.json``, ``file:/x``), or None for a file system
+    URI (``s3a://b/x``, ``dbfs:/x``)."""
+    import pathlib
+    if is_uri(path) and not path.startswith("file:"):
+        return None
+    return pathlib.Path(path.removeprefix("file://").removeprefix("file:"))
+
+
 def write_summary(summary: Summary, path: str, spark=None) -> str:
     """Write the summary JSON to a local path, or to a file system URI through the session's file
     access (Hadoop's FileSystem on classic sessions, ``dbutils.fs`` on Databricks' Connect)."""
     text = json.dumps(summary.to_dict(), indent=2, sort_keys=False) + "\n"
-    if is_uri(path) and not path.startswith("file:"):
+    local = local_file(path)
+    if local is None:
         from .file_access import open_fs
         if spark is None:
             raise RunbookError(f"writing the summary to {path} needs a Spark session")
@@ -137,8 +147,6 @@ def write_summary(summary: Summary, path: str, spark=None) -> str:
                                "outside Databricks: give summary_path a local path")
         fs.write_bytes(name, text.encode("utf-8"), overwrite=True)
         return path
-    import pathlib
-    local = pathlib.Path(path.removeprefix("file://").removeprefix("file:"))
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_text(text, encoding="utf-8")
     return str(local)

@@ -174,20 +174,22 @@ def test_bad_checkpoint_path_fails_with_one_line_and_an_error_summary(
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_cli_run_that_fails_says_why_in_its_last_line_and_leaves_the_rest_in_its_log(tmp_path):
-    missing = tmp_path / "no-such-checkpoint"
+    # 05 checks its mode before its common start: the runner itself writes the error summary.
+    out = tmp_path / "out"
     proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "state-runbooks"), "run",
-                           "00_template", "-p", "checkpoint_path", str(missing), "--out",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=600)
+                           "05_recover_corrupted_state", "-p", "mode", "repair", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1 and proc.stderr == ""
     lines = proc.stdout.strip().splitlines()
-    log = tmp_path / "out" / "logs" / "00_template.log"
-    assert lines[0].split()[:2] == ["00_template", "error"]
-    assert lines[-1] == (f"FAILED 00_template: RunbookError: checkpoint path does not exist: "
-                         f"file:{missing} (step: rb = start_runbook(\"template\", checkpoint_path, "
-                         f"spark_master, summary_path, fail_on,) (log: {log})")
+    log = out / "logs" / "05_recover_corrupted_state.log"
+    assert lines[0].split()[:2] == ["05_recover_corrupted_state", "error"]
+    assert lines[-1] == ("FAILED 05_recover_corrupted_state: RunbookError: mode='repair' is not "
+                         "valid: use 'diagnose', 'rollback' or 'undo' (step: recovery.check_mode(mode)) "
+                         f"(log: {log})")
     assert "Traceback" not in proc.stdout and "Traceback" in log.read_text()
-    summary = json.loads((tmp_path / "out" / "00_template.summary.json").read_text())
-    assert summary["status"] == "error" and summary["checkpoint_path"] == str(missing)
+    summary = json.loads((out / "05_recover_corrupted_state.summary.json").read_text())
+    assert summary["runbook"] == "recover_corrupted_state" and summary["status"] == "error"
+    assert summary["error"]["step"] == "recovery.check_mode(mode)"
 
 
 @pytest.mark.slow

@@ -1,49 +1,151 @@
-"""03_inspect_state on about 1,000,000 state rows (a deduplication, 8 partitions)."""
+"""03_inspect_state at two shapes: demo scale (about 1,000,000 rows of a deduplication on 8
+partitions) and production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once
+by ``production_shape.py``, skipped with a line saying how to build it when missing).
+
+Per shape: the whole notebook under papermill against a bare process counting the state's rows per
+partition; 03's per-store figures against one raw scan of each store; and what the library's steps
+cost in JVM calls (Python to JVM round trips) and folder listings.
+"""
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import production_shape  # noqa: E402 - beside this file, not a package
+
+# The smallest Spark work that answers 03's question: rows per partition of every store.
 BARE_PROCESS = textwrap.dedent("""
     import sys
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    rows = (spark.read.format("statestore").load(sys.argv[1])
-            .groupBy("partition_id").count().collect())
-    print(sum(r["count"] for r in rows))
+    for store in sys.argv[2:]:
+        rows = (spark.read.format("statestore").option("storeName", store).load(sys.argv[1])
+                .groupBy("partition_id").count().collect())
+        print(store, sum(r["count"] for r in rows))
 """)
+PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs", "window_agg_many_users-rocksdb_changelog",
+                     "window_agg_many_users-hdfs", "join-rocksdb_changelog")
+
+
+class CallCounter:
+    """Python-to-JVM round trips (py4j commands) and folder listings of the file access layer,
+    while a block runs."""
+
+    def __enter__(self):
+        from py4j.java_gateway import GatewayClient
+
+        from state_runbooks.hadoop_fs import HadoopFS
+        self.jvm_calls = self.listings = 0
+        self._patched = [(GatewayClient, "send_command"), (HadoopFS, "list")]
+        self._originals = [getattr(cls, name) for cls, name in self._patched]
+        send, listing = self._originals
+
+        def counted_send(client, *args, **kwargs):
+            self.jvm_calls += 1
+            return send(client, *args, **kwargs)
+
+        def counted_list(fs, *args, **kwargs):
+            self.listings += 1
+            return listing(fs, *args, **kwargs)
+
+        GatewayClient.send_command, HadoopFS.list = counted_send, counted_list
+        return self
+
+    def __exit__(self, *exc):
+        for (cls, name), original in zip(self._patched, self._originals):
+            setattr(cls, name, original)
+
+
+def _library_steps(spark, path: str):
+    """What the notebook's cells call, in order (the plots and the demo-only step aside)."""
+    from state_runbooks import inspection
+    from state_runbooks.checkpoint import Checkpoint
+
+    times = {}
+
+    def step(name, fn):
+        start = time.perf_counter()
+        result = fn()
+        times[name] = time.perf_counter() - start
+        return result
+
+    ckpt = step("open", lambda: Checkpoint(spark, path))
+    step("operators", lambda: (inspection.operators_table(ckpt), inspection.operator_lines(ckpt),
+                               inspection.units_table(ckpt), inspection.retention_check(ckpt)))
+    reports = step("per-store figures", lambda: inspection.inspect_stores(ckpt))
+    table = step("growth", lambda: inspection.growth(ckpt, reports=reports))
+    step("checklist", lambda: inspection.production_checklist(ckpt, reports, table))
+    return times, reports
+
+
+def _raw_scans(spark, root: str, stores: list[str]) -> int:
+    return sum(spark.read.format("statestore").option("storeName", s).load(root).count()
+               for s in stores)
+
+
+def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
+    from state_runbooks import inspection
+    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.notebooks import execute, resolve_notebook
+
+    ckpt = Checkpoint(ctx.spark, path)
+    stores = sorted({s.store_name for s in ckpt.stores()})
+    files = len(ckpt.state_files())
+    lo, hi = ckpt.retained_batch_range()
+    parts = max(s.num_partitions for s in ckpt.stores())
+    print(f"{shape}: {parts} partitions, stores {', '.join(stores)}, retained batches {lo}..{hi}, "
+          f"{files:,} state files", flush=True)
+    script = ctx.folder / "bare.py"
+    script.write_text(BARE_PROCESS)
+    notebook = resolve_notebook("03_inspect_state")
+    with CallCounter() as counted:
+        times, reports = _library_steps(ctx.spark, path)
+    rows = sum(r.rows or 0 for r in reports)
+    print(f"{shape}: {rows:,} state rows; library steps: "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()), flush=True)
+    start = time.perf_counter()
+    _raw_scans(ctx.spark, ckpt.root, stores)
+    raw = time.perf_counter() - start
+    results = [
+        ctx.report(f"[{shape}] JVM calls of 03's steps ({files:,} state files)",
+                   counted.jvm_calls, "py4j calls"),
+        ctx.report(f"[{shape}] folder listings of 03's steps", counted.listings, "listings"),
+        ctx.report(f"[{shape}] growth step / one raw scan of every store",
+                   round(times["growth"] / raw, 2), "x"),
+        ctx.side_by_side(
+            f"[{shape}] per-store figures (rows, bytes, partitions, expiry) vs one raw scan",
+            lambda: inspection.inspect_stores(ckpt),
+            lambda: _raw_scans(ctx.spark, ckpt.root, stores), target=1.3, repeats=repeats),
+        ctx.side_by_side(
+            f"[{shape}] whole 03 notebook under papermill vs a bare process counting rows per "
+            "partition",
+            lambda: execute(notebook, ctx.folder / "out", {"checkpoint_path": path}, html=False),
+            lambda: subprocess.run([sys.executable, str(script), path, *stores], check=True,
+                                   capture_output=True),
+            target=1.5, warm_up=False, repeats=repeats),
+    ]
+    for r in results:
+        r["shape"] = shape
+    return results
 
 
 def bench(ctx) -> list[dict]:
-    from state_runbooks import inspection
-    from state_runbooks.checkpoint import Checkpoint
     from state_runbooks.demo import build_demo_checkpoint
-    from state_runbooks.notebooks import execute, resolve_notebook
 
     # Two batches of 1,000,000 events, each id twice: 1,000,000 distinct ids held in the state.
     run = build_demo_checkpoint(ctx.spark, "dedup", str(ctx.folder / "dedup"), batches=2,
                                 rows_per_batch=1_000_000, partitions=8)
-    total = sum(op["numRowsTotal"] for op in run.last_state_operators)
-    print(f"checkpoint: {total:,} state rows in 8 partitions", flush=True)
-    ckpt = Checkpoint(ctx.spark, run.checkpoint_path)
-    store, batch = ckpt.stores()[0], ckpt.resolve_batch()
-    script = ctx.folder / "bare.py"
-    script.write_text(BARE_PROCESS)
-    notebook = resolve_notebook("03_inspect_state")
-    return [
-        ctx.side_by_side(
-            "per-store scan (rows, bytes, partitions, expiry) vs statestore count()",
-            lambda: inspection.inspect_store(ckpt, store, batch),
-            lambda: ctx.spark.read.format("statestore").load(ckpt.root).count(),
-            target=1.3),
-        ctx.side_by_side(
-            "whole notebook under papermill vs a bare process counting rows per partition",
-            lambda: execute(notebook, ctx.folder / "out", {"checkpoint_path": run.checkpoint_path},
-                            html=False),
-            lambda: subprocess.run([sys.executable, str(script), run.checkpoint_path], check=True,
-                                   capture_output=True),
-            target=1.5, warm_up=False, repeats=3),
-    ]
+    results = _at_shape(ctx, "demo scale: dedup, HDFS, 8 partitions, 2 batches",
+                        run.checkpoint_path, min(ctx.repeats, 3))
+    for name in PRODUCTION_SHAPES:
+        path = production_shape.ensure(ctx.spark, name)
+        if path is not None:
+            results += _at_shape(ctx, f"production shape: {name}", str(path),
+                                 min(ctx.repeats, 2))
+    return results

@@ -84,8 +84,21 @@ def main() -> int:
             results += _load(path).bench(BenchContext(spark, Path(tmp), args.repeats))
     ratios = [r for r in results if "ratio" in r]
     within = sum(r["ratio"] <= r["target"] for r in ratios)
+    print_table(results)
     print(f"\n{within} of {len(ratios)} ratios within target")
     return 0
+
+
+def print_table(results: list[dict]) -> None:
+    """Every figure of the run in one table, ratios side by side."""
+    print(f"\n{'runbook s':>10} {'bare s':>8} {'ratio':>7} {'target':>7}  measured")
+    for r in results:
+        if "ratio" in r:
+            verdict = "" if r["ratio"] <= r["target"] else "  OVER"
+            print(f"{r['runbook_s']:10.2f} {r['bare_s']:8.2f} {r['ratio']:6.2f}x "
+                  f"{r['target']:6.2f}x  {r['label']}{verdict}")
+        else:
+            print(f"{'':10} {'':8} {'':7} {'':7}  {r['label']}: {r['value']:g} {r['unit']}")
 
 
 if __name__ == "__main__":

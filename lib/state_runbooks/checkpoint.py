@@ -248,21 +248,17 @@ class Checkpoint:
     def changelog_checkpointing(self) -> bool | None:
         """Whether RocksDB changelog checkpointing is on (None for other providers).
 
-        Spark does not pin this conf in the offsets log, and a restart may switch it, so it is read
-        from the newest state version: on, that version is written as ``<version>.changelog``
-        (plus a periodic ``.zip`` snapshot); off, as a ``.zip`` only. Older versions may differ.
+        Spark does not pin this conf in the offsets log, and a restart may switch it (seen on 4.3),
+        so the files of the newest state version decide: on, that version is written as
+        ``<version>.changelog`` (a ``.zip`` snapshot may come with it); off, as a ``.zip`` only.
+        Older ``.changelog`` files stay behind after the flag is switched off and do not count.
+        False while no state version is written.
         """
         if self.provider_kind != "rocksdb":
             return None
-        pinned = self.pinned_conf.get(CHANGELOG_CONF)
-        if pinned is not None:
-            return pinned.lower() == "true"
-        newest: dict[tuple, int] = {}
-        for f in self._layout.files:
-            key = (f.operator_id, f.partition_id, f.store_name)
-            newest[key] = max(newest.get(key, 0), f.version)
-        return any(f.kind == "changelog" for f in self._layout.files
-                   if f.version == newest[(f.operator_id, f.partition_id, f.store_name)])
+        files = self._layout.files
+        newest = max((f.version for f in files), default=None)
+        return any(f.kind == "changelog" and f.version == newest for f in files)
 
     @property
     def min_batches_to_retain(self) -> int:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from .checkpoint import Checkpoint
 from .demo import PROVIDERS, DemoRun, build_demo_checkpoint, new_demo_path, run_demo_batches
-from .errors import RunbookError, first_line, spark_errors
+from .errors import RunbookError, first_line, root_cause, spark_errors
+from .formatting import format_bytes
 from .redaction import redact_conf
 from .session import is_connect
 from .runtime import (CHANGELOG_CONF, DATABRICKS_ROCKSDB_PROVIDER, OSS_HDFS_PROVIDER,
@@ -240,20 +241,6 @@ class PinnedReport:
         return provider_kind(self.pinned_provider_class) if self.pinned_provider_class else None
 
 
-def _newest_version_changelog(ckpt: Checkpoint) -> bool | None:
-    """Whether the newest state version was written as a changelog (RocksDB only).
-
-    The flag can change at each restart (it is not pinned), so only the newest version counts:
-    older ``.changelog`` files stay behind after it is switched off."""
-    if ckpt.provider_kind != "rocksdb":
-        return None
-    files = [f for f in ckpt.state_files() if f.kind in ("changelog", "zip")]
-    if not files:
-        return None
-    newest = max(f.version for f in files)
-    return any(f.kind == "changelog" and f.version == newest for f in files)
-
-
 def check_checkpoint(ckpt: Checkpoint, requested_class: str) -> PinnedReport:
     """Read what the checkpoint pinned (newest offsets entry) and compare with the request."""
     ids = ckpt.offset_batch_ids
@@ -269,7 +256,8 @@ def check_checkpoint(ckpt: Checkpoint, requested_class: str) -> PinnedReport:
         pinned_in=f"offsets/{ids[-1]}" if ids else None,
         pinned_class_check=check_provider_class(ckpt.spark, pinned_class) if pinned_class else None,
         changelog_pinned=None if changelog is None else str(changelog).lower() == "true",
-        changelog_newest_version=_newest_version_changelog(ckpt) if ids else None,
+        changelog_newest_version=(ckpt.changelog_checkpointing if ids and ckpt.state_files()
+                                  else None),
         last_committed_batch_id=last, offset_batch_ids=ids, state_confs=state_confs,
         restart_offsets=restart)
 
@@ -329,37 +317,6 @@ def options_lines(report: PinnedReport) -> list[str]:
 
 
 # -- 4. demonstrations on this Spark ---------------------------------------------------------------
-def root_cause(exc: BaseException | None) -> str | None:
-    """The innermost Java exception class and message of a Spark error (``None`` if not Java):
-    from the Java exception of a classic session, or from the server's stack trace that a Spark
-    Connect error carries (its last ``Caused by:`` line)."""
-    if exc is None:
-        return None
-    origin = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
-    if origin is None:
-        return _connect_root_cause(exc)
-    cause = origin
-    try:
-        while cause.getCause() is not None:
-            cause = cause.getCause()
-        message = cause.getMessage()
-        name = str(cause.getClass().getName())
-        return f"{name}: {message}" if message else name
-    except Exception:  # noqa: BLE001 - a partly reachable Java object: say nothing rather than fail
-        return None
-
-
-def _connect_root_cause(exc: BaseException) -> str | None:
-    getter = getattr(exc, "getStackTrace", None)
-    try:
-        trace = (getter() if getter is not None else None) or str(exc)
-    except Exception:  # noqa: BLE001 - not a Spark Connect error after all
-        return None
-    causes = [line.strip()[len("Caused by: "):] for line in str(trace).splitlines()
-              if line.strip().startswith("Caused by: ")]
-    return causes[-1] if causes else None
-
-
 @dataclass
 class WrongClassDemo:
     wrong_class: str
@@ -538,14 +495,8 @@ def bounded_rocksdb_instances(spark) -> int | None:
 
 
 def _sst_files(ckpt: Checkpoint) -> int:
-    count = 0
-    for op in ckpt.operators():
-        for store in op.stores:
-            for part in range(store.num_partitions):
-                rel = f"state/{op.operator_id}/{part}" + (
-                    "" if store.store_name == "default" else f"/{store.store_name}")
-                count += sum(1 for e in ckpt.fs.list(f"{rel}/SSTs") if e.name.endswith(".sst"))
-    return count
+    """SST files RocksDB uploaded with its snapshots (``<store folder>/SSTs/*.sst``)."""
+    return sum(1 for rel in ckpt.fs.walk("state") if rel.endswith(".sst") and "/SSTs/" in rel)
 
 
 def _rocksdb_metrics(progress: dict) -> dict:
@@ -743,10 +694,11 @@ def benchmark_verdict(measurements: list[ProviderMeasurement]) -> list[str]:
         heap = _compare(m.heap_bytes, hdfs.heap_bytes)
         lines.append(
             f"{name} vs hdfs: JVM heap retained {heap} "
-            f"({_mb(m.heap_bytes)} vs {_mb(hdfs.heap_bytes)}); memoryUsedBytes "
-            f"{_compare(m.memory_bytes, hdfs.memory_bytes)} ({_mb(m.memory_bytes)} vs "
-            f"{_mb(hdfs.memory_bytes)}); bytes on disk {_compare(m.disk_bytes, hdfs.disk_bytes)} "
-            f"({_mb(m.disk_bytes)} vs {_mb(hdfs.disk_bytes)}); batch time "
+            f"({_bytes(m.heap_bytes)} vs {_bytes(hdfs.heap_bytes)}); memoryUsedBytes "
+            f"{_compare(m.memory_bytes, hdfs.memory_bytes)} ({_bytes(m.memory_bytes)} vs "
+            f"{_bytes(hdfs.memory_bytes)}); bytes on disk "
+            f"{_compare(m.disk_bytes, hdfs.disk_bytes)} ({_bytes(m.disk_bytes)} vs "
+            f"{_bytes(hdfs.disk_bytes)}); batch time "
             f"{_compare(m.batch_ms, hdfs.batch_ms)}; commit time "
             f"{_compare(m.commit_ms, hdfs.commit_ms)}.")
     rc, r = by.get("rocksdb_changelog"), by.get("rocksdb")
@@ -766,9 +718,9 @@ def benchmark_verdict(measurements: list[ProviderMeasurement]) -> list[str]:
     elif all(m.heap_bytes * NOISE_RATIO < hdfs.heap_bytes for m in rocks):
         lines.append(
             f"What this run shows: where the state lives. The HDFS-backed provider's state stayed "
-            f"on the JVM heap ({_mb(hdfs.heap_bytes)} retained after GC; its memoryUsedBytes "
+            f"on the JVM heap ({_bytes(hdfs.heap_bytes)} retained after GC; its memoryUsedBytes "
             f"estimates those in-heap maps), RocksDB's did not ("
-            + ", ".join(f"{m.provider} {_mb(m.heap_bytes)}" for m in rocks)
+            + ", ".join(f"{m.provider} {_bytes(m.heap_bytes)}" for m in rocks)
             + "): RocksDB keeps state in native memory and local files.")
     else:
         lines.append("At this size the heap retained by the providers differs by less than the "
@@ -784,8 +736,8 @@ def benchmark_verdict(measurements: list[ProviderMeasurement]) -> list[str]:
     return lines
 
 
-def _mb(value: int | None) -> str:
-    return "n/a" if value is None else f"{value / 1e6:.1f} MB"
+def _bytes(value: int | None) -> str:
+    return "n/a" if value is None else format_bytes(value)
 
 
 # -- 6. the summary --------------------------------------------------------------------------------

@@ -3,7 +3,9 @@
 Modules, from the bottom up:
 
 - ``environment``: Java check (standard library only, also run by ``make setup``)
-- ``errors``: ``RunbookError`` (one-line, actionable) and translation of Spark errors
+- ``errors``: ``RunbookError`` (one-line, actionable), ``require`` for parameter checks, and
+  reading Spark errors (first line, ``[CLASS] message``, root cause, full text)
+- ``formatting``: bytes and UTC times as a reader sees them, one way each
 - ``runtime``: Spark version, open-source vs Databricks, provider class names
 - ``redaction``: secrets hidden in any Spark configuration a runbook prints
 - ``session``: the Spark session: classic (local, standalone, YARN, Kubernetes) or Spark Connect
@@ -11,7 +13,8 @@ Modules, from the bottom up:
   tests)
 - ``file_access``: ``open_fs`` picks the file access for the session's kind:
   ``hadoop_fs`` (Hadoop's FileSystem API in the JVM) or ``connect_fs`` (DataFrame reads on Connect)
-- ``checkpoint``: a checkpoint's logs, operators, stores and state files
+- ``checkpoint``: a checkpoint's logs, operators, stores and state files; whether RocksDB writes
+  changelogs (the newest state version's files decide)
 - ``operators``: what each stateful operator keeps, where, how it expires, how Spark reads it
 - ``state_reader``: state rows through Spark's ``statestore`` source; UnsafeRow sizes
 - ``demo``: deterministic demo checkpoints on ``rate-micro-batch`` (``demo_processor``: the
@@ -23,8 +26,11 @@ Modules, from the bottom up:
 - one module per runbook with its own logic:
 - ``enable_rocksdb`` (01_enable_rocksdb): provider class for the runtime, pinned confs, side-by-side
   measurement of the providers
-- ``sizing`` (02_estimate_state_size): napkin estimate, the HDFS-backed provider's memory model
-  (heap and the ``memoryUsedBytes`` Spark will report), measurement, growth projection
+- ``sizing`` (02_estimate_state_size), a package: jvm_objects (object sizes, table lengths,
+  SizeEstimator's sampling), memory_model (heap and ``memoryUsedBytes`` of a store partition),
+  measurement (a checkpoint's units, on inspection's ``StoreReport``), recommendation,
+  napkin_estimate, projection (growth), demo_comparison (estimate vs Spark's report), report
+  (tables, lines, summary)
 - ``inspection`` (03_inspect_state): per-store figures, skew, hot keys, growth, checklist
 - ``join_diagnosis`` (04_diagnose_join_mismatch): why a key did not come out of a stream-stream join
 - ``recovery`` (05_recover_corrupted_state), a package: structure, loads, diagnose, plan,

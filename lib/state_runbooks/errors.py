@@ -21,6 +21,12 @@ class RunbookError(ValueError):
         self.error_class = error_class
 
 
+def require(condition: bool, message: str) -> None:
+    """Raise ``RunbookError(message)`` unless ``condition`` holds: a parameter check in one line."""
+    if not condition:
+        raise RunbookError(message)
+
+
 class RunbookFailed(RuntimeError):
     """Raised by the last cell when the summary status reaches ``fail_on`` (for schedulers)."""
 
@@ -51,12 +57,6 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
         if line and not line.startswith(("at ", "JVM stacktrace", "Traceback")):
             return line if len(line) <= limit else line[: limit - 3] + "..."
     return type(exc).__name__
-
-
-def require(condition: bool, message: str) -> None:
-    """Raise ``RunbookError(message)`` unless ``condition`` holds: a parameter check in one line."""
-    if not condition:
-        raise RunbookError(message)
 
 
 def full_error_text(exc: BaseException) -> str:

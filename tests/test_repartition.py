@@ -20,6 +20,7 @@ from state_runbooks import repartition as rp
 from state_runbooks.checkpoint import Checkpoint
 from state_runbooks.demo import DEMO_START_MS, demo_query, provider_conf
 from state_runbooks.errors import RunbookError
+from state_runbooks.results import Summary
 from state_runbooks.session import session_conf
 
 
@@ -110,6 +111,17 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
     assert tree_sha(path) == original
     displaced = next(backup.glob("undo-*/displaced"))
     assert (displaced / "offsets" / "3").is_file() and (displaced / "commits" / "4").is_file()
+    summaries = {}
+    for name, outcome in (("applied", done), ("undone", undone)):
+        summaries[name] = Summary("repartition_state", path, spark.version)
+        rp.summarize(summaries[name], checks, outcome, scans)
+    applied = summaries["applied"].to_dict()
+    assert {k: applied[k] for k in ("status", "num_partitions_before", "num_partitions_after",
+                                    "applied", "rows_equal")} == {
+        "status": "ok", "num_partitions_before": 2, "num_partitions_after": 3, "applied": True,
+        "rows_equal": True}
+    assert applied["backup_dir"] == done.backup_dir and applied["journal_path"] == done.journal_path
+    assert [f["code"] for f in summaries["undone"].findings] == ["repartition_undone"]
 
 
 @pytest.mark.slow
@@ -238,3 +250,22 @@ def test_over_spark_connect_it_forecasts_as_classic_and_refuses_with_alternative
     assert not out.applied and "Spark Connect" in out.refused and "\n" not in out.refused
     assert "Spark Connect session" in screen[0]
     assert tree_sha(path) == before
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot(
+        connect_server, run_notebook):
+    """Spark Connect has no offline repartition: the forecast is the classic one, the
+    requirements say why not and show the alternatives, and the demo's apply steps do not run."""
+    from test_notebooks_on_servers import differences_from_golden
+    result = run_notebook("07_repartition_state", spark_master=connect_server.url)
+    differing = differences_from_golden(result.notebook, "07_repartition_state")
+    assert [d.split(":", 1)[0] for d in differing] == [
+        "cell cell-07", "cell cell-13", "cell cell-14", "cell cell-15"], differing
+    assert "NO   the repartition API in this session: this is a Spark Connect session" in \
+        differing[0] and "(b) start a new checkpoint" in differing[0]
+    assert "demo: this session cannot repartition" in differing[1]
+    summary = result.summary
+    assert summary["applied"] is False and summary["num_partitions_after"] == 4
+    assert [f["code"] for f in summary["findings"]] == ["repartition_not_possible_now"]

@@ -56,10 +56,15 @@ def _rule_hashes(df):
     from pyspark.sql import types as T
     if "key" not in df.columns or not isinstance(df.schema["key"].dataType, T.StructType):
         return {}
-    fields = df.schema["key"].dataType.fieldNames()
+    fields = df.schema["key"].dataType.fields
     rules = {RULES[0]: F.hash(F.col("key"))}
     if len(fields) > 1:
-        rules[RULES[1]] = F.hash(F.struct(*[F.col("key")[f] for f in fields[:-1]]))
+        # Key fields can share a name (grouping expressions all become _groupingexpression): a
+        # cast renames them by position, which the hash ignores (it hashes values in order).
+        named = T.StructType([T.StructField(f"f{i}", f.dataType, f.nullable)
+                              for i, f in enumerate(fields)])
+        key = F.col("key").cast(named)
+        rules[RULES[1]] = F.hash(F.struct(*[key[f"f{i}"] for i in range(len(fields) - 1)]))
     return rules
 
 

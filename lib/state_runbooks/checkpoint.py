@@ -30,6 +30,8 @@ DEFAULT_STORE = "default"
 STATE_FILE_PATTERN = re.compile(
     r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
 _LOG_SUBFOLDERS = ("offsets", "commits", "sources", "state", "metadata")
+# Folders in a store's folder beside its state files: RocksDB's SSTs, the state schema.
+_OTHER_FOLDERS = ("SSTs", "_metadata")
 
 
 @dataclass(frozen=True)
@@ -267,39 +269,34 @@ class Checkpoint:
     # -- operators and stores -------------------------------------------------------------------
     @functools.cached_property
     def _layout(self) -> _Layout:
+        """The state folder from one listing of its tree (not a call per folder or file)."""
         layout = _Layout()
-        fs = self.fs
-        for op_entry in fs.list("state"):
-            if not (op_entry.is_dir and op_entry.name.isdigit()):
+        for rel, entry in self.fs.walk("state").items():
+            parts = rel.split("/")[1:]  # <op>/<partition>/[<store>/]<file>, or deeper
+            if len(parts) < 2 or not parts[0].isdigit():
                 continue
-            op = int(op_entry.name)
-            layout.partitions[op], layout.stores[op] = set(), set()
-            for part_entry in fs.list(f"state/{op}"):
-                if not (part_entry.is_dir and part_entry.name.isdigit()):
+            op = int(parts[0])
+            layout.partitions.setdefault(op, set())
+            layout.stores.setdefault(op, set())
+            if len(parts) < 3 or not parts[1].isdigit():
+                continue  # the operator's own _metadata/, _stateSchema/
+            part, rest = int(parts[1]), parts[2:]
+            store = DEFAULT_STORE
+            layout.partitions[op].add(part)
+            if len(rest) > 1 and rest[0] not in _OTHER_FOLDERS:
+                if rest[0].startswith((".", "_")):
                     continue
-                part = int(part_entry.name)
-                layout.partitions[op].add(part)
-                self._scan_store_dir(layout, op, part, f"state/{op}/{part}", DEFAULT_STORE)
-        return layout
-
-    def _scan_store_dir(self, layout: _Layout, op: int, part: int, rel: str, store: str) -> None:
-        has_files = False
-        for entry in self.fs.list(rel):
-            if entry.is_dir:
-                if entry.name in ("SSTs", "_metadata"):
-                    key = (op, part, store)
-                    layout.other_bytes[key] = layout.other_bytes.get(key, 0) + sum(
-                        e.size for e in self.fs.list(f"{rel}/{entry.name}") if not e.is_dir)
-                elif store == DEFAULT_STORE and not entry.name.startswith((".", "_")):
-                    self._scan_store_dir(layout, op, part, f"{rel}/{entry.name}", entry.name)
+                store, rest = rest[0], rest[1:]  # a join's store folder
+            if len(rest) == 2 and rest[0] in _OTHER_FOLDERS:
+                key = (op, part, store)
+                layout.other_bytes[key] = layout.other_bytes.get(key, 0) + entry.size
                 continue
-            match = STATE_FILE_PATTERN.match(entry.name)
+            match = STATE_FILE_PATTERN.match(rest[0]) if len(rest) == 1 else None
             if match:
-                has_files = True
-                layout.files.append(StateFile(op, part, store, int(match.group(1)), match.group(3),
-                                              entry.size, entry.modified_ms, f"{rel}/{entry.name}"))
-        if has_files:
-            layout.stores[op].add(store)
+                layout.stores[op].add(store)
+                layout.files.append(StateFile(op, part, store, int(match.group(1)),
+                                              match.group(3), entry.size, entry.modified_ms, rel))
+        return layout
 
     @functools.cached_property
     def _state_metadata_rows(self) -> list:

@@ -22,6 +22,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
+from .demo import remove_orphaned_demo_folders
 from .errors import RunbookError, first_line
 from .notebooks import execute, summary_target
 from .results import Summary, failing_step, local_file, write_summary
@@ -178,6 +179,9 @@ def run_in_child(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict
             proc.terminate()
             proc.wait()
             raise
+    # A kernel stopped before its own clean-up ran (killed after the shutdown grace) leaves its
+    # demo folder: it has ended now, so its folder goes.
+    remove_orphaned_demo_folders()
     try:
         failure = json.loads(result.read_text(encoding="utf-8"))["failure"]
         result.unlink()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .errors import RunbookError, first_line
 
 # Hadoop 3's FileStatus.toString(): "<class>{path=<uri>; isDirectory=<bool>[; length=<n>; ...];
-# modification_time=<ms>; ...}". Parsed by walk() to list a folder in one JVM call.
+# modification_time=<ms>; ...}". Parsed by list() to list a folder in one JVM call.
 _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
                           r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+);")
 
@@ -71,13 +71,25 @@ class HadoopFS:
         return bool(self._fs.exists(path) and self._fs.getFileStatus(path).isDirectory())
 
     def list(self, rel: str = "") -> list[FileEntry]:
-        """Entries of a directory, sorted by name; an absent directory lists as empty."""
+        """Entries of a directory, sorted by name; an absent directory lists as empty. One JVM call
+        per folder (its statuses read as text) instead of five per entry, unless the statuses do
+        not read as expected: then entry by entry."""
         path = self._path(rel)
         if not self._fs.exists(path):
             return []
-        entries = [FileEntry(st.getPath().getName(), bool(st.isDirectory()), int(st.getLen()),
-                             int(st.getModificationTime()))
-                   for st in self._fs.listStatus(path)]
+        statuses = self._fs.listStatus(path)
+        try:
+            text = str(self._jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(statuses)
+                       .mkString("\n"))
+            matches = [_STATUS_TEXT.match(line) for line in text.split("\n") if line]
+        except Exception:  # noqa: BLE001 - another Hadoop or Scala: the portable way
+            matches = []
+        if matches and len(matches) == len(statuses) and all(matches):
+            entries = [FileEntry(m["path"].rstrip("/").rsplit("/", 1)[-1], m["dir"] == "true",
+                                 int(m["len"] or 0), int(m["mtime"])) for m in matches]
+        else:
+            entries = [FileEntry(st.getPath().getName(), bool(st.isDirectory()), int(st.getLen()),
+                                 int(st.getModificationTime())) for st in statuses]
         return sorted(entries, key=lambda e: e.name)
 
     def read_bytes(self, rel: str) -> bytes:
@@ -132,32 +144,13 @@ class HadoopFS:
         view._checksum_layer = False
         return view
 
-    def _list_in_one_call(self, rel: str) -> list[FileEntry]:
-        """Like ``list``, with one JVM call per folder instead of five per entry; falls back to
-        ``list`` if the statuses do not read as expected."""
-        path = self._path(rel)
-        if not self._fs.exists(path):
-            return []
-        try:
-            statuses = self._fs.listStatus(path)
-            text = str(self._jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(statuses)
-                       .mkString("\n"))
-            matches = [_STATUS_TEXT.match(line) for line in text.split("\n") if line]
-            if len(matches) != len(statuses) or not all(matches):
-                return self.list(rel)
-        except Exception:  # noqa: BLE001 - another Hadoop or Scala: the portable way
-            return self.list(rel)
-        entries = [FileEntry(m["path"].rstrip("/").rsplit("/", 1)[-1], m["dir"] == "true",
-                             int(m["len"] or 0), int(m["mtime"])) for m in matches]
-        return sorted(entries, key=lambda e: e.name)
-
     def walk(self, rel: str = "") -> dict[str, FileEntry]:
         """Every file below ``rel`` (recursive), by path relative to the root; absent: empty."""
         out: dict[str, FileEntry] = {}
         pending = [rel.strip("/")]
         while pending:
             folder = pending.pop()
-            for entry in self._list_in_one_call(folder):
+            for entry in self.list(folder):
                 child = f"{folder}/{entry.name}" if folder else entry.name
                 if entry.is_dir:
                     pending.append(child)

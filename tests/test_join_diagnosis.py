@@ -19,6 +19,7 @@ from state_runbooks.demo import (JOIN_DEMO_BATCHES, JOIN_LOWER_BOUND_SECONDS,
                                  JOIN_PAYMENT_EARLY_BATCHES, JOIN_UPPER_BOUND_SECONDS,
                                  demo_query, join_demo_key, provider_conf)
 from state_runbooks.errors import RunbookError
+from state_runbooks.formatting import format_utc
 from state_runbooks.session import session_conf
 from state_runbooks.state_reader import read_state
 
@@ -214,7 +215,7 @@ def test_predicted_expiry_matches_the_evictions(spark, hdfs_demo, hdfs_diagnosis
     for verdict in early.verdicts(waiting):
         side = "left" if verdict.category == "waiting_for_right" else "right"
         passes = verdict.evidence["expires_when_watermark_passes"]
-        due = [b for b, w in watermarks.items() if b > 4 and jd._iso(w) > passes]
+        due = [b for b, w in watermarks.items() if b > 4 and format_utc(w, zone=False) > passes]
         removed = final[verdict.key].evidence[side]["removed_batch"]
         if final[verdict.key].category == "joined":
             continue  # a payment that came early: its order arrived in time

@@ -14,7 +14,6 @@ only the keys shown are collected, with their rows in the state of the diagnosed
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import math
 from dataclasses import dataclass, field
 from functools import reduce
@@ -22,6 +21,7 @@ from functools import reduce
 from .checkpoint import Checkpoint, OperatorInfo
 from . import operators
 from .errors import RunbookError, spark_errors
+from .formatting import format_utc
 from .state_reader import read_state, read_state_changes, union_over_batches
 
 JOIN_OPERATOR = "symmetricHashJoin"
@@ -663,12 +663,12 @@ class Diagnosis:
         removed = agg[f"{p}_removed"] if agg is not None else None
         return {
             "rows_now": len(here),
-            "times": [_iso(t) for t in sorted({r["t"] for r in seen})],
+            "times": [format_utc(t, zone=False) for t in sorted({r["t"] for r in seen})],
             "matched": bool(agg[f"{p}_matched"]) if agg is not None else False,
             "first_batch": agg[f"{p}_first"] if agg is not None else None,
             "removed_batch": removed,
-            "removed_at_watermark": _iso(self.watermark_at(removed)) if removed is not None
-            else None,
+            "removed_at_watermark": (format_utc(self.watermark_at(removed), zone=False)
+                                     if removed is not None else None),
             "_times_now": sorted(r["t"] for r in here),
             "_present": bool(agg[f"{p}_present"]) if agg is not None else False,
         }
@@ -679,8 +679,9 @@ class Diagnosis:
         category = agg["category"] if agg is not None else "never_seen"
         left = self._side_evidence(agg, history, now, "l")
         right = self._side_evidence(agg, history, now, "r")
-        evidence = {"batch_id": self.batch_id, "watermark": _iso(self.watermark_ms),
-                    "next_watermark": _iso(self.next_watermark_ms),
+        evidence = {"batch_id": self.batch_id,
+                    "watermark": format_utc(self.watermark_ms, zone=False),
+                    "next_watermark": format_utc(self.next_watermark_ms, zone=False),
                     "batches": f"{self.history_start}..{self.batch_id}", "method": self.method,
                     "left": left, "right": right}
         for name, side in (("left", left), ("right", right)):
@@ -707,7 +708,7 @@ class Diagnosis:
             # Spark evicts a row once the watermark passes its time plus the bound that lets the
             # other side's future rows (all later than the watermark) still match it.
             expiry = max(side["_times_now"]) + int(round(bound * 1000))
-            evidence["expires_when_watermark_passes"] = _iso(expiry)
+            evidence["expires_when_watermark_passes"] = format_utc(expiry, zone=False)
             evidence["evicted_by_next_batch"] = (self.next_watermark_ms is not None
                                                  and self.next_watermark_ms > expiry)
         for s in (left, right):
@@ -917,14 +918,6 @@ def _coerce(value, dtype, item):
                            f"{dtype.simpleString()}, the type of the join key") from None
     raise RunbookError(f"ids_to_verify: join keys of type {dtype.simpleString()} are not supported "
                        "(string, integer, floating point and boolean keys are)")
-
-
-def _iso(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    stamp = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
-    text = stamp.strftime("%Y-%m-%d %H:%M:%S")
-    return text + f".{ms % 1000:03d}" if ms % 1000 else text
 
 
 def _secs(seconds: float) -> str:

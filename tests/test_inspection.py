@@ -143,6 +143,29 @@ def test_growth_reuses_the_inspected_counts(spark, demo_factory):
     assert one_batch.loc[3].tolist() == [r.rows for r in reports]
 
 
+def test_growth_replayed_from_the_change_feed_equals_state_reads(spark, tmp_path):
+    """Growth counts each unit from its state at the first retained batch and the change feed
+    after it; they equal Spark's own reads of the state at every sampled batch, also where old
+    versions were cleaned up and keys are updated and evicted (windows of many users)."""
+    from state_runbooks.demo import build_demo_checkpoint
+    run = build_demo_checkpoint(
+        spark, "window_agg_many_users", str(tmp_path / "c"), batches=7,
+        provider="rocksdb_changelog", rows_per_batch=20, partitions=2,
+        extra_conf={"spark.sql.streaming.minBatchesToRetain": "2",
+                    "spark.sql.streaming.stateStore.maintenanceInterval": "100ms"})
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    lo, hi = ckpt.retained_batch_range()
+    assert lo > 0, "state maintenance should have cleaned up the oldest versions"
+    table = inspection.growth(ckpt)
+    expected = [read_state(ckpt, 0, batch_id=b).count() for b in table.index]
+    assert table["0/default"].tolist() == expected
+    # A replay that disagrees with the inspected batch's scan is not trusted: state reads decide.
+    (report,) = inspection.inspect_stores(ckpt)
+    report.rows += 1
+    recounted = inspection.growth(ckpt, reports=[report])
+    assert recounted["0/default"].tolist() == expected[:-1] + [report.rows]
+
+
 # -- every operator shape ------------------------------------------------------------------------
 # workload -> the units Spark's reader reads, with the options written out by hand
 SHAPE_READS = {

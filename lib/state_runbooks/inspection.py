@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from functools import reduce
 
-from .checkpoint import Checkpoint, StoreInfo
+from .checkpoint import Checkpoint, StoreInfo, batch_ranges
 from .errors import RunbookError, spark_errors
+from .formatting import format_utc
 from .operators import StateUnit, find_unit, is_reader_limit, operator_model, state_units
 from .state_reader import read_unit, union_over_batches, unsafe_row_size
 
@@ -341,9 +342,15 @@ def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_po
     """Rows per unit at up to ``max_points`` retained batches, as a pandas DataFrame (index
     ``batch_id``, one column per unit), computed in a single Spark job. Counts already known from
     ``reports`` (the inspected batch) are reused instead of scanned again; units those reports
-    found unreadable are left out."""
+    found unreadable are left out.
+
+    A unit with a state change feed (HDFS-backed provider, RocksDB with changelog checkpointing)
+    is counted from its state at the first sampled batch and the feed's puts and deletes after it
+    (:func:`_replay_presence`): one pass over the retained changes instead of loading every
+    partition's state once per sampled batch. Counts stay exact: where the replay cannot be
+    trusted (a key put and deleted in one batch, or a count that differs from the inspected
+    batch's scan) the unit is counted again by reading its state at each sampled batch."""
     import pandas as pd
-    from pyspark.sql import functions as F
 
     known = {(r.label, r.batch_id): r.rows for r in reports or [] if r.readable}
     unreadable = {r.label for r in reports or [] if not r.readable}
@@ -353,27 +360,99 @@ def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_po
         raise RunbookError(f"no readable store matches operator {operator_id} and store "
                            f"{store_name!r}")
     counts = {}  # (unit label, batch) -> rows
-    frames = {}
+    sampled, frames, replayed = {}, {}, {}
     for u in units:
         lo, hi = ckpt.retained_batch_range(u.operator_id)
-        batches = sample_batches(lo, hi, max_points)
+        sampled[u.label] = batches = sample_batches(lo, hi, max_points)
         for b in batches:
             counts[(u.label, b)] = known.get((u.label, b), 0)
         to_scan = [b for b in batches if (u.label, b) not in known]
-        if to_scan:
-            frames[u.label] = union_over_batches(ckpt, u.operator_id, u.store_name, to_scan,
-                                                 [F.lit(u.label).alias("store")],
-                                                 u.state_variable)
-    failed = _count_rows(list(frames.values()), counts)
-    if failed:  # some unit's older state does not load: count each alone, keep those that do
-        for label, frame in frames.items():
-            if _count_rows([frame], counts):
+        if len(to_scan) > 1 and _has_change_feed(ckpt, u):
+            replayed[u.label] = _replay_presence(ckpt, u, lo, batches)
+        elif to_scan:
+            frames[u.label] = _state_rows_at(ckpt, u, to_scan)
+    found: dict = {}
+    if _count_rows(list(frames.values()) + list(replayed.values()), found):
+        found = {}  # some unit does not load or replay: count each alone below
+        for label, frame in {**frames, **replayed}.items():
+            if _count_rows([frame], found):
+                if label in frames:
+                    unreadable.add(label)
+                else:
+                    replayed[label] = None  # recounted from its state below
+    redo = {}
+    for u in units:
+        if u.label not in replayed:
+            continue
+        mixed = any(k[0] == _MIXED + u.label for k in found)
+        differs = any(found.get((u.label, b), 0) != rows
+                      for (label, b), rows in known.items() if label == u.label)
+        if replayed[u.label] is None or mixed or differs:
+            redo[u.label] = _state_rows_at(ckpt, u, [b for b in sampled[u.label]
+                                                    if (u.label, b) not in known])
+    if redo and _count_rows(list(redo.values()), found):
+        for label, frame in redo.items():
+            if _count_rows([frame], found):
                 unreadable.add(label)
+    for (label, b), rows in found.items():
+        if (label, b) in counts and (label, b) not in known:
+            counts[(label, b)] = rows
     # A unit whose state was empty at a batch has no row in the count: it stays 0.
     table = pd.Series(counts).unstack(level=0).fillna(0).astype(int).sort_index()
     table.index.name = "batch_id"
     table.columns.name = None
     return table[[u.label for u in units if u.label not in unreadable]]
+
+
+_MIXED = "mixed:"  # replay rows of keys both put and deleted within one batch: order unknown
+
+
+def _has_change_feed(ckpt: Checkpoint, unit: StateUnit) -> bool:
+    """Whether Spark serves the unit's state change feed: a store read by its name alone, on the
+    HDFS-backed provider or RocksDB with changelog checkpointing."""
+    if unit.options != {"storeName": unit.store_name} or unit.files_store != unit.store_name:
+        return False
+    return ckpt.provider_kind == "hdfs" or bool(ckpt.changelog_checkpointing)
+
+
+def _state_rows_at(ckpt: Checkpoint, unit: StateUnit, batches: list[int]):
+    """One row per state row of ``unit`` at each of ``batches`` (``batch_id``, ``store``)."""
+    from pyspark.sql import functions as F
+    return union_over_batches(ckpt, unit.operator_id, unit.store_name, batches,
+                              [F.lit(unit.label).alias("store")], unit.state_variable)
+
+
+def _replay_presence(ckpt: Checkpoint, unit: StateUnit, first: int, batches: list[int]):
+    """One row (``batch_id``, ``store``) per key present at each of ``batches``: the state at
+    ``first`` (none to read when ``first`` is batch 0), then each key's puts and deletes from
+    the change feed, each one holding until the key's next change. Keys both put and deleted in
+    one batch come out under ``_MIXED + label`` (the feed does not order them)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from .state_reader import read_state_changes
+
+    last = batches[-1]
+    start = first if first == 0 else first + 1
+    events = read_state_changes(ckpt, unit.operator_id, unit.store_name, start, last).select(
+        "partition_id", "key", "batch_id",
+        (F.col("change_type") == "update").cast("int").alias("put"))
+    if start > first:
+        events = read_unit(ckpt, unit, first).select(
+            "partition_id", "key", F.lit(first).cast("long").alias("batch_id"),
+            F.lit(1).alias("put")).unionByName(events)
+    per_batch = events.groupBy("partition_id", "key", "batch_id").agg(
+        F.max("put").alias("put"), F.min("put").alias("put_min"))
+    until = F.lead("batch_id").over(Window.partitionBy("partition_id", "key").orderBy("batch_id"))
+    spans = per_batch.select("batch_id", "put", "put_min",
+                             F.coalesce(until, F.lit(last + 1)).alias("until"))
+    samples = F.array(*[F.lit(b).cast("long") for b in batches])
+    present = spans.where("put = 1").select(
+        F.when(F.col("put_min") == 0, F.lit(_MIXED + unit.label)).otherwise(F.lit(unit.label))
+        .alias("store"),
+        F.explode(F.filter(samples, lambda b: (b >= F.col("batch_id")) & (b < F.col("until"))))
+        .alias("batch_id"))
+    return present.select("batch_id", "store")
 
 
 def _count_rows(frames: list, counts: dict) -> bool:
@@ -466,13 +545,13 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
                                                    for r in reports if r.readable}))))
     elif never_evicted:
         items.append(CheckItem("Watermark", "warn",
-                               f"watermark {_iso(watermark)} in {where}, but the keys of "
+                               f"watermark {format_utc(watermark)} in {where}, but the keys of "
                                + ", ".join(f"{r.label} ({r.operator_name})" for r in never_evicted)
                                + " have no event-time column, so the watermark never evicts them; "
                                "group or deduplicate on the event-time column too"))
     else:
         items.append(CheckItem("Watermark", "pass",
-                               f"event-time watermark {_iso(watermark)} in {where}: "
+                               f"event-time watermark {format_utc(watermark)} in {where}: "
                                "expired state is evicted"))
 
     judged = [r for r in reports if r.skew_judged and r.skew_ratio is not None]
@@ -580,7 +659,7 @@ def units_table(ckpt: Checkpoint, operator_id: int = -1):
     import pandas as pd
     return pd.DataFrame([{"unit": u.label, "kind": u.kind,
                           "read_with": ", ".join(f"{k}={v}" for k, v in u.options.items()),
-                          "partitions_with_state": _ranges_text(u.partitions_with_state),
+                          "partitions_with_state": batch_ranges(list(u.partitions_with_state)),
                           "expires_by": u.expiry.rule + (" (TTL)" if u.ttl else "")}
                          for u in state_units(ckpt, operator_id)])
 
@@ -598,13 +677,6 @@ def operator_lines(ckpt: Checkpoint, operator_id: int = -1) -> list[str]:
     if ckpt.state_metadata_error:
         lines.append(f"Spark's state-metadata source failed: {ckpt.state_metadata_error}")
     return lines
-
-
-def _ranges_text(ids) -> str:
-    ids = list(ids)
-    if len(ids) > 2 and ids == list(range(ids[0], ids[-1] + 1)):
-        return f"{ids[0]}..{ids[-1]}"
-    return ", ".join(map(str, ids))
 
 
 def stores_table(reports: list[StoreReport]):
@@ -637,7 +709,7 @@ def reader_lines(reports: list[StoreReport], ckpt: Checkpoint) -> list[str]:
             continue
         files = ckpt.state_files(r.operator_id, r.files_store)
         versions = sorted({f.version for f in files})
-        partitions = _ranges_text(sorted({f.partition_id for f in files}))
+        partitions = batch_ranges(sorted({f.partition_id for f in files}))
         seen = (f"{len(files)} files in partitions {partitions}, state versions "
                 f"{versions[0]}..{versions[-1]}, {sum(f.size for f in files):,} bytes"
                 if files else "no state files")
@@ -689,7 +761,7 @@ def _expiry_line(r: StoreReport) -> str:
                              "the watermark delay)",
                "session_end": " (a session closes once the watermark passes its end)"}[rule]
         return (f"{head}: {r.rows_due:,} of {rows} {what} {r.expiry_column} <= "
-                f"{_iso(r.watermark_ms)}, the watermark committed after batch {r.batch_id}; the "
+                f"{format_utc(r.watermark_ms)}, the watermark committed after batch {r.batch_id}; the "
                 f"next batch evicts them{why}.")
     if rule == "join_side":
         side = r.store_name.split("-", 1)[0]
@@ -697,7 +769,7 @@ def _expiry_line(r: StoreReport) -> str:
                 "other side can match them (their event time plus the join's time bound falls "
                 "behind it); 04 diagnose join mismatch shows the bounds and the evicted rows.")
     if rule == "timeout":
-        earliest = (f", the earliest at {_iso(r.earliest_deadline_ms)}"
+        earliest = (f", the earliest at {format_utc(r.earliest_deadline_ms)}"
                     if r.earliest_deadline_ms else "")
         return (f"{head}: {r.rows_with_deadline:,} of {rows} keys have a timeout set "
                 f"({r.expiry_column}{earliest}); once the watermark (event-time timeout) or the "
@@ -706,15 +778,15 @@ def _expiry_line(r: StoreReport) -> str:
     if rule == "ttl":
         if r.expiry_column is None:
             return f"{head}: TTL enabled, but no TTL column found in its state."
-        earliest = (f" the earliest expires at {_iso(r.earliest_deadline_ms)};"
+        earliest = (f" the earliest expires at {format_utc(r.earliest_deadline_ms)};"
                     if r.earliest_deadline_ms else "")
         due = (f" {r.rows_due:,} had already expired at batch {r.batch_id}'s time "
-               f"{_iso(r.expiry_threshold_ms)}." if r.rows_due is not None else "")
+               f"{format_utc(r.expiry_threshold_ms)}." if r.rows_due is not None else "")
         return (f"{head}: {r.kind} state with TTL ({r.expiry_column}) on {rows} rows;{earliest} "
                 f"Spark drops a row once processing time passes it.{due}")
     if rule == "timer":
         clock = "watermark" if r.expiry_clock == "event_time" else "processing time"
-        earliest = (f", the earliest at {_iso(r.earliest_deadline_ms)}"
+        earliest = (f", the earliest at {format_utc(r.earliest_deadline_ms)}"
                     if r.earliest_deadline_ms else "")
         due = (f"; {r.rows_due:,} were due at batch {r.batch_id}"
                if r.rows_due is not None else "")
@@ -752,7 +824,3 @@ def summarize(summary, reports: list[StoreReport], checklist: list[CheckItem]) -
         "checklist": [i.__dict__ for i in checklist],
     })
 
-
-def _iso(ms: int) -> str:
-    import datetime as dt
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")

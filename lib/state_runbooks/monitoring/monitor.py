@@ -13,6 +13,7 @@ import pandas as pd
 from ..checkpoint import Checkpoint
 from ..errors import RunbookError
 from ..results import Summary, check_fail_on, finish
+from ..runbook import check_demo_wanted, check_not_placeholder, watch_for_errors
 from ..session import get_spark, is_connect
 from . import event_log, listener
 from .demo_log import DemoLog, write_demo_event_log
@@ -102,15 +103,23 @@ def start_monitor(checkpoint_path: str = "", spark_master: str = "", summary_pat
                   query_name: str = "", query_id: str = "", watch_seconds: float = 60,
                   demo: dict | None = None) -> MonitorRun:
     """Validate the parameters, read the chosen source and build the query's history."""
+    summary = Summary(runbook=RUNBOOK, checkpoint_path=checkpoint_path, spark_version=None)
+    recorder = watch_for_errors(summary, summary_path)
     check_fail_on(fail_on)
+    check_not_placeholder("event_log_path", event_log_path)
+    check_not_placeholder("checkpoint_path", checkpoint_path)
     if watch_seconds < 0:
         raise RunbookError(f"watch_seconds must be 0 or more, got {watch_seconds}")
     spark = get_spark(spark_master)
+    summary.spark_version = spark.version
+    if recorder is not None:
+        recorder.spark = spark  # summaries to file system URIs are written through the session
     if checkpoint_path and not query_id:
         query_id = Checkpoint(spark, checkpoint_path, require_state=False).query_id or ""
     demo_log, log, apps = None, None, []
     if event_log_path or not (query_name or query_id):
         if not event_log_path:
+            check_demo_wanted(RUNBOOK, "event_log_path")
             demo_log = write_demo_event_log(**(demo or {}))
             event_log_path = demo_log.event_log_dir
         log, query_id, apps = event_log.load(spark, event_log_path, app_id, query_name, query_id)
@@ -126,8 +135,6 @@ def start_monitor(checkpoint_path: str = "", spark_master: str = "", summary_pat
         source = {"kind": "live", "watch_seconds": watch_seconds,
                   "connect": is_connect(spark)}
         history = build_history(progress, "this session", _session_facts(spark))
-    summary = Summary(runbook=RUNBOOK, checkpoint_path=checkpoint_path,
-                      spark_version=spark.version)
     return MonitorRun(spark, history, summary, summary_path, fail_on, source, demo_log, log, apps)
 
 

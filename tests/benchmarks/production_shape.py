@@ -77,8 +77,8 @@ def in_flight(path: Path) -> bool:
 def run_continuously(spark, shape: Shape, until: int) -> None:
     """The demo's query on one continuous run until ``until`` batches are committed.
 
-    One start per batch (``run_demo_batches``) reloads all 200 partitions' stores each time
-    (~20 s a batch on 2 cores); one run keeps them loaded. Stopping may interrupt a batch in
+    One start per batch (``run_demo_batches``) also restarts the query and reloads all 200
+    partitions' stores each time; one run keeps them loaded. Stopping may interrupt a batch in
     flight: the caller finishes it with ``run_demo_batches``, as a restarted query would."""
     from state_runbooks.demo import WORKLOAD_CONF, demo_provider, demo_query, provider_conf
     from state_runbooks.session import session_conf

@@ -22,7 +22,10 @@ Modules, from the bottom up:
 - ``results``: ``record`` for tests, the JSON summary, ``fail_on``
 - ``runbook``: the common start and end of every notebook
 - ``plots``: matplotlib figures
-- ``notebooks``: run notebooks with papermill, export HTML (``make demo``)
+- ``notebooks``: run notebooks with papermill, export HTML; ``headless``: ``state-runbooks run``
+  and ``demo`` (each runbook in a child process, a line per runbook, logs under ``out/logs/``)
+- ``safekeeping``: changing a checkpoint so that nothing is lost (backup, journal, undo byte for
+  byte), shared by every runbook that changes one (05, 07)
 - one module per runbook with its own logic:
 - ``enable_rocksdb`` (01_enable_rocksdb): provider class for the runtime, pinned confs, side-by-side
   measurement of the providers
@@ -34,8 +37,10 @@ Modules, from the bottom up:
 - ``inspection`` (03_inspect_state): per-store figures, skew, hot keys, growth, checklist
 - ``join_diagnosis`` (04_diagnose_join_mismatch): why a key did not come out of a stream-stream join
 - ``recovery`` (05_recover_corrupted_state), a package: structure, loads, diagnose, plan,
-  activity, apply (rollback and undo, with a journal), report, faults (for demos and tests)
+  activity, apply (rollback and undo through ``safekeeping``), report, faults (for demos and tests)
 - ``monitoring`` (06_monitor_state), a package: event logs (codecs, applications), a live listener,
   history tables, verdicts
+- ``repartition`` (07_repartition_state), a package: checks, forecast, apply (through
+  ``safekeeping``), report, demo
 """
 __version__ = "0.1.0"

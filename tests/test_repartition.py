@@ -121,7 +121,7 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
         "status": "ok", "num_partitions_before": 2, "num_partitions_after": 3, "applied": True,
         "rows_equal": True}
     assert applied["backup_dir"] == done.backup_dir and applied["journal_path"] == done.journal_path
-    assert [f["code"] for f in summaries["undone"].findings] == ["repartition_undone"]
+    assert [f.code for f in summaries["undone"].findings] == ["repartition_undone"]
 
 
 @pytest.mark.slow

@@ -71,37 +71,51 @@ def _rule_hashes(df):
 def scan_unit(ckpt: Checkpoint, unit, batch_id: int, num_partitions: int,
               new_partitions: int | None = None) -> UnitScan:
     """Rows per partition (on ``num_partitions``), the placement rule and the checksum; with
-    ``new_partitions``, the rows per partition that rule gives on that count (one more job)."""
+    ``new_partitions``, the rows per partition that rule gives on that count. One Spark job:
+    grouping sets by partition now and by each rule's partition on the new count."""
     from pyspark.sql import functions as F
     df = read_unit(ckpt, unit, batch_id)
     values = [c for c in df.columns if c != "partition_id"]
     rules = _rule_hashes(df)
     pid = F.col("partition_id")
-    aggs = [F.count(F.lit(1)).alias("rows"),
-            F.sum(F.xxhash64(*values).cast("decimal(20,0)")).alias("h1"),
-            F.sum(F.hash(*values).cast("decimal(20,0)")).alias("h2")]
-    aggs += [F.sum(F.when(F.pmod(h, F.lit(num_partitions)) != pid, 1).otherwise(0)).alias(f"m{i}")
-             for i, h in enumerate(rules.values())]
+    hashed = df.select(
+        pid, F.xxhash64(*values).cast("decimal(20,0)").alias("h1"),
+        F.hash(*values).cast("decimal(20,0)").alias("h2"),
+        *[(F.pmod(h, F.lit(num_partitions)) != pid).cast("int").alias(f"m{i}")
+          for i, h in enumerate(rules.values())],
+        *[F.pmod(h, F.lit(new_partitions or 1)).alias(f"n{i}") for i, h in enumerate(rules.values())])
+    sets = [["partition_id"]] + ([[f"n{i}"] for i in range(len(rules))] if new_partitions else [])
+    aggs = [F.count(F.lit(1)).alias("rows"), F.sum("h1").alias("h1"), F.sum("h2").alias("h2"),
+            *[F.sum(f"m{i}").alias(f"m{i}") for i in range(len(rules))]]
     with spark_errors(f"scanning {unit.label} at batch {batch_id}"):
-        rows = df.groupBy(pid).agg(*aggs).collect()
+        rows = (hashed.groupingSets(sets, *[c for group in sets for c in group])
+                .agg(F.grouping_id().alias("set"), *aggs).collect())
+    grouped = [c for group in sets for c in group]
+    now = [r for r in rows if r["partition_id"] is not None or r["set"] == _set_id(grouped, 0)]
     per_partition = [0] * num_partitions
     h1 = h2 = 0
     misplaced = dict.fromkeys(rules, 0)
-    for r in rows:
+    for r in now:
         if 0 <= r.partition_id < num_partitions:  # a row beyond them is misplaced by any rule
             per_partition[r.partition_id] = r.rows
         h1, h2 = h1 + int(r.h1 or 0), h2 + int(r.h2 or 0)
         for i, name in enumerate(rules):
-            misplaced[name] += r[f"m{i}"]
-    total = sum(r.rows for r in rows)
+            misplaced[name] += r[f"m{i}"] or 0
+    total = sum(r.rows for r in now)
     scan = UnitScan(unit.label, total, (str(h1), str(h2)), per_partition, misplaced=misplaced)
     scan.rule = next((name for name in rules if total and misplaced[name] == 0), None)
     if scan.rule and new_partitions:
-        placed = F.pmod(rules[scan.rule], F.lit(new_partitions)).alias("p")
-        with spark_errors(f"forecasting {unit.label} on {new_partitions} partitions"):
-            counts = {r.p: r["count"] for r in df.groupBy(placed).count().collect()}
+        i = list(rules).index(scan.rule)
+        counts = {r[f"n{i}"]: r.rows for r in rows if r["set"] == _set_id(grouped, i + 1)}
         scan.after = [counts.get(p, 0) for p in range(new_partitions)]
     return scan
+
+
+def _set_id(grouped: list[str], index: int) -> int:
+    """Spark's grouping_id of the grouping set that groups by ``grouped[index]`` alone: a bit per
+    grouping column, set where the column is not grouped, the first column the highest bit."""
+    width = len(grouped)
+    return (2 ** width - 1) ^ (1 << (width - 1 - index))
 
 
 def scan_state(ckpt: Checkpoint, batch_id: int, num_partitions: int,

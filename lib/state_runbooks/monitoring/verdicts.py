@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..formatting import format_bytes
+from ..sizing.projection import least_squares_slope
 from .history import History
 
 MIN_TREND_BATCHES = 4  # fewer points cannot tell growth from the fill-up of a young query
@@ -73,14 +75,6 @@ def executor_heap(facts: dict) -> tuple[int | None, str]:
     return None, "executor memory unknown"
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _fmt_duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.0f} s"
@@ -89,14 +83,6 @@ def _fmt_duration(seconds: float) -> str:
     if seconds < 172800:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
-
-
-def _slope(x: pd.Series, y: pd.Series) -> float:
-    """Least-squares slope of y over x (0 when x does not vary)."""
-    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    if len(xs) < 2 or np.ptp(xs) == 0:
-        return 0.0
-    return float(np.polyfit(xs, ys, 1)[0])
 
 
 def _is_rocksdb(rows: pd.DataFrame) -> bool:
@@ -121,7 +107,7 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
         later = rows.iloc[len(rows) // 2:]
         start, end = int(later["num_rows_total"].iloc[0]), int(later["num_rows_total"].iloc[-1])
         share = (end - start) / max(start, 1)
-        per_batch = _slope(later["batch_id"], later["num_rows_total"])
+        per_batch = least_squares_slope(later["batch_id"], later["num_rows_total"])
         evidence = (f"{label}: {start:,} -> {end:,} rows over batches {int(later['batch_id'].iloc[0])}"
                     f"-{int(later['batch_id'].iloc[-1])} ({share:+.1%}, {per_batch:+,.1f} rows "
                     f"per batch)")
@@ -130,16 +116,16 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
                                f"{t.growth_warning_share:.0%}, no sign of unbounded growth"))
             continue
         seconds = (later["timestamp"] - later["timestamp"].iloc[0]).dt.total_seconds()
-        memory_rate = _slope(seconds, later["memory_used_bytes"])
+        memory_rate = least_squares_slope(seconds, later["memory_used_bytes"])
         projection = ""
         if heap and not _is_rocksdb(rows) and memory_rate > 0:
             budget = max(heap - RESERVED_HEAP_BYTES, 0) * t.memory_share_warning * executors
             left = budget - float(later["memory_used_bytes"].iloc[-1])
-            projection = (f"; memoryUsedBytes rises {_fmt_bytes(memory_rate * 3600)} per hour and "
-                          + (f"would reach {_fmt_bytes(budget)} ({t.memory_share_warning:.0%} of "
+            projection = (f"; memoryUsedBytes rises {format_bytes(memory_rate * 3600)} per hour and "
+                          + (f"would reach {format_bytes(budget)} ({t.memory_share_warning:.0%} of "
                              f"the heap above 300 MB on {executors} executor(s), {heap_source}) in "
                              f"about {_fmt_duration(left / memory_rate)}" if left > 0 else
-                             f"is already above {_fmt_bytes(budget)}"))
+                             f"is already above {format_bytes(budget)}"))
         young = ("; nothing was evicted in this window: a young query still filling its "
                  "watermark horizon looks the same, so watch a longer window"
                  if rows["num_rows_removed"].fillna(0).sum() == 0 else "")
@@ -204,8 +190,8 @@ def memory(history: History, t: Thresholds) -> list[Verdict]:
         label = f"operator {int(row['operator_id'])} ({row['operator_name']})"
         used = float(row["memory_used_bytes"] or 0)
         instances = max(int(row["num_state_store_instances"] or 1), 1)
-        per_instance = f"{_fmt_bytes(used)} in {instances} state store instances " \
-                       f"({_fmt_bytes(used / instances)} each)"
+        per_instance = f"{format_bytes(used)} in {instances} state store instances " \
+                       f"({format_bytes(used / instances)} each)"
         if _is_rocksdb(last[last["operator_id"] == row["operator_id"]]):
             out.append(Verdict("rocksdb_memory", "info", f"{label}: {per_instance}; RocksDB keeps "
                                f"this in native memory outside the heap: cap it with "
@@ -216,8 +202,8 @@ def memory(history: History, t: Thresholds) -> list[Verdict]:
             continue
         budget = max(heap - RESERVED_HEAP_BYTES, 0) * t.memory_share_warning
         per_executor = used / executors
-        message = (f"{label}: {per_instance}, {_fmt_bytes(per_executor)} per executor on "
-                   f"{executors} executor(s) against {_fmt_bytes(budget)} "
+        message = (f"{label}: {per_instance}, {format_bytes(per_executor)} per executor on "
+                   f"{executors} executor(s) against {format_bytes(budget)} "
                    f"({t.memory_share_warning:.0%} of the heap above 300 MB, {heap_source})")
         if per_executor > budget:
             out.append(Verdict("state_memory_high", "warning", message + ": move to RocksDB or "
@@ -264,7 +250,7 @@ def rocksdb(history: History, t: Thresholds) -> list[Verdict]:
         if "rocksdbSstFileSize" in rows:
             sst = rows.sort_values("batch_id")["rocksdbSstFileSize"].fillna(0)
             out.append(Verdict("rocksdb_disk", "info", f"operator {operator_id} ({name}): SST files "
-                               f"{_fmt_bytes(sst.iloc[0])} -> {_fmt_bytes(sst.iloc[-1])} on local "
+                               f"{format_bytes(sst.iloc[0])} -> {format_bytes(sst.iloc[-1])} on local "
                                f"disk over the window"))
     return out
 

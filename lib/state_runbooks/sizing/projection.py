@@ -40,8 +40,13 @@ class Projection:
 def growth_rate(table, points: int = 3) -> float:
     """Rows per batch: least-squares slope of the total rows over the last ``points`` samples."""
     totals = table.sum(axis=1)
-    xs = [float(b) for b in totals.index[-points:]]
-    ys = [float(v) for v in totals.values[-points:]]
+    return least_squares_slope(totals.index[-points:], totals.values[-points:])
+
+
+def least_squares_slope(xs, ys) -> float:
+    """Least-squares slope of ``ys`` over ``xs`` (0 with fewer than two points or constant xs)."""
+    xs = [float(x) for x in xs]
+    ys = [float(y) for y in ys]
     if len(xs) < 2:
         return 0.0
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)

@@ -19,8 +19,10 @@ from state_runbooks.notebooks import repo_notebooks_dir, resolve_notebook
 REPO = repo_notebooks_dir().parent
 NOTEBOOKS = [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
 # 05's demo breaks its own checkpoint, which takes file changes Spark Connect cannot make outside
-# Databricks: over Connect it is checked on a checkpoint broken beforehand (below).
-CONNECT_DEMOS = [n for n in NOTEBOOKS if n != "05_recover_corrupted_state"]
+# Databricks: over Connect it is checked on a checkpoint broken beforehand (below). 07's demo
+# repartitions, which Spark Connect has no API for: its own test below pins what differs.
+CONNECT_DEMOS = [n for n in NOTEBOOKS if n not in ("05_recover_corrupted_state",
+                                                   "07_repartition_state")]
 CHECK_TAG = "nbval-check-output"
 
 
@@ -149,3 +151,21 @@ def test_recover_demo_over_connect_says_why_its_checkpoint_stays_intact(connect_
                    for o in c.get("outputs", []))
     assert "this session cannot change files (Spark Connect without dbutils.fs)" in text
     assert result.summary["status"] == "ok"
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot(
+        connect_server, run_notebook):
+    """Spark Connect has no offline repartition: the forecast is the classic one, the
+    requirements say why not and show the alternatives, and the demo's apply steps do not run."""
+    result = run_notebook("07_repartition_state", spark_master=connect_server.url)
+    differing = differences_from_golden(result.notebook, "07_repartition_state")
+    assert [d.split(":", 1)[0] for d in differing] == [
+        "cell cell-07", "cell cell-13", "cell cell-14", "cell cell-15"], differing
+    assert "NO   the repartition API in this session: this is a Spark Connect session" in \
+        differing[0] and "(b) start a new checkpoint" in differing[0]
+    assert "demo: this session cannot repartition" in differing[1]
+    summary = result.summary
+    assert summary["applied"] is False and summary["num_partitions_after"] == 4
+    assert [f["code"] for f in summary["findings"]] == ["repartition_not_possible_now"]

@@ -15,12 +15,13 @@ import json
 import math
 import os
 import shutil
-import time
 import zipfile
 from pathlib import Path
 
 import pytest
 import yaml
+
+from checkpoint_trees import age, tree_sha
 
 from state_runbooks import recovery
 from state_runbooks.checkpoint import Checkpoint
@@ -43,24 +44,6 @@ EXPECTED = {
     "drop_operator_metadata": ("state/1/_metadata/metadata", LAST),  # loads; Spark rewrites it
     "uncommitted_batch": (f"offsets/{LAST}", LAST - 1),  # the last batch was in flight
 }
-
-
-def tree_sha(root) -> dict[str, str]:
-    """SHA-256 of every file below root, .crc sidecars included."""
-    out = {}
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            path = os.path.join(folder, name)
-            out[os.path.relpath(path, root)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    return out
-
-
-def age(root, seconds_ago: float = 3600) -> None:
-    """Make a checkpoint look like its query stopped an hour ago."""
-    stamp = time.time() - seconds_ago
-    for folder, _dirs, files in os.walk(root):
-        for name in files:
-            os.utime(os.path.join(folder, name), (stamp, stamp))
 
 
 def zip_ssts(path) -> set[str]:

@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_recovery import age, tree_sha  # the recovery tests' own hashlib checksums and ageing
+from checkpoint_trees import age, tree_sha
 
 from state_runbooks import repartition as rp
 from state_runbooks.checkpoint import Checkpoint
@@ -229,43 +229,3 @@ def test_spark_failing_midway_is_undone_on_its_own(spark, demo_factory, tmp_path
     assert out.lines[-1].startswith("undone on its own: verified")
     assert tree_sha(path) == original
     assert (tmp_path / "b" / "journal.json").is_file()
-
-
-@pytest.mark.slow
-def test_over_spark_connect_it_forecasts_as_classic_and_refuses_with_alternatives(
-        spark, demo_factory, tmp_path, on_connect):
-    run = demo_factory("dedup", "rocksdb", batches=3, rows_per_batch=10, partitions=2)
-    path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
-    classic = rp.scan_state(Checkpoint(spark, path), 2, 2, 3)
-    before = tree_sha(path)
-    with on_connect() as connect:
-        ckpt = Checkpoint(connect, path)
-        checks = rp.check_requirements(ckpt, 3)
-        assert not checks.get("api").ok and checks.spark_cannot
-        scans = rp.scan_state(ckpt, 2, 2, 3)
-        out = rp.repartition(ckpt, 3, dry_run=False, checks=checks, before=scans)
-        screen = rp.alternatives_lines(ckpt, checks)
-    assert [(s.label, s.rows, s.checksum, s.per_partition, s.after) for s in scans] == \
-        [(s.label, s.rows, s.checksum, s.per_partition, s.after) for s in classic]
-    assert not out.applied and "Spark Connect" in out.refused and "\n" not in out.refused
-    assert "Spark Connect session" in screen[0]
-    assert tree_sha(path) == before
-
-
-@pytest.mark.slow
-@pytest.mark.notebook
-def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot(
-        connect_server, run_notebook):
-    """Spark Connect has no offline repartition: the forecast is the classic one, the
-    requirements say why not and show the alternatives, and the demo's apply steps do not run."""
-    from test_notebooks_on_servers import differences_from_golden
-    result = run_notebook("07_repartition_state", spark_master=connect_server.url)
-    differing = differences_from_golden(result.notebook, "07_repartition_state")
-    assert [d.split(":", 1)[0] for d in differing] == [
-        "cell cell-07", "cell cell-13", "cell cell-14", "cell cell-15"], differing
-    assert "NO   the repartition API in this session: this is a Spark Connect session" in \
-        differing[0] and "(b) start a new checkpoint" in differing[0]
-    assert "demo: this session cannot repartition" in differing[1]
-    summary = result.summary
-    assert summary["applied"] is False and summary["num_partitions_after"] == 4
-    assert [f["code"] for f in summary["findings"]] == ["repartition_not_possible_now"]

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from .errors import RunbookError, spark_errors
 from .file_access import open_fs
-from .runtime import (CHANGELOG_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN, MIN_BATCHES_TO_RETAIN_CONF,
-                      PROVIDER_CONF, OSS_HDFS_PROVIDER, provider_kind)
+from .runtime import (DEFAULT_MIN_BATCHES_TO_RETAIN, MIN_BATCHES_TO_RETAIN_CONF, PROVIDER_CONF,
+                      OSS_HDFS_PROVIDER, provider_kind)
 
 DEFAULT_STORE = "default"
 STATE_FILE_PATTERN = re.compile(

@@ -263,6 +263,12 @@ class Checkpoint:
         return any(f.kind == "changelog" and f.version == newest for f in files)
 
     @property
+    def writes_change_feed(self) -> bool:
+        """Whether the provider writes a change per batch that Spark's ``readChangeFeed`` serves:
+        the HDFS-backed provider (deltas) or RocksDB with changelog checkpointing."""
+        return self.provider_kind == "hdfs" or bool(self.changelog_checkpointing)
+
+    @property
     def min_batches_to_retain(self) -> int:
         return int(self.pinned_conf.get(MIN_BATCHES_TO_RETAIN_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN))
 

@@ -11,7 +11,8 @@ from functools import reduce
 from .checkpoint import Checkpoint, StoreInfo, batch_ranges
 from .errors import RunbookError, spark_errors
 from .formatting import format_utc
-from .operators import StateUnit, find_unit, is_reader_limit, operator_model, state_units
+from .operators import (StateUnit, find_unit, is_reader_limit, operator_model, serves_change_feed,
+                        state_units)
 from .state_reader import read_unit, union_over_batches, unsafe_row_size
 
 # Thresholds of the production checklist, in one place so the playbooks can quote them.
@@ -367,7 +368,7 @@ def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_po
         for b in batches:
             counts[(u.label, b)] = known.get((u.label, b), 0)
         to_scan = [b for b in batches if (u.label, b) not in known]
-        if len(to_scan) > 1 and _has_change_feed(ckpt, u):
+        if len(to_scan) > 1 and serves_change_feed(ckpt, u):
             replayed[u.label] = _replay_presence(ckpt, u, lo, batches)
         elif to_scan:
             frames[u.label] = _state_rows_at(ckpt, u, to_scan)
@@ -405,14 +406,6 @@ def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_po
 
 
 _MIXED = "mixed:"  # replay rows of keys both put and deleted within one batch: order unknown
-
-
-def _has_change_feed(ckpt: Checkpoint, unit: StateUnit) -> bool:
-    """Whether Spark serves the unit's state change feed: a store read by its name alone, on the
-    HDFS-backed provider or RocksDB with changelog checkpointing."""
-    if unit.options != {"storeName": unit.store_name} or unit.files_store != unit.store_name:
-        return False
-    return ckpt.provider_kind == "hdfs" or bool(ckpt.changelog_checkpointing)
 
 
 def _state_rows_at(ckpt: Checkpoint, unit: StateUnit, batches: list[int]):

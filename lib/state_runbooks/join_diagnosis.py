@@ -319,9 +319,7 @@ def history_method(ckpt: Checkpoint, operator_id: int = -1) -> str:
     """How the history is read: the change feed needs the HDFS-backed provider, or RocksDB with
     changelog checkpointing; otherwise (and for a join in state format 3, whose change feed the
     library's reader does not select by side yet) the retained batches are compared one by one."""
-    kind = ckpt.provider_kind
-    if (kind == "hdfs" or (kind == "rocksdb" and ckpt.changelog_checkpointing)) \
-            and not _column_families(ckpt, operator_id):
+    if ckpt.writes_change_feed and not _column_families(ckpt, operator_id):
         return CHANGE_FEED
     return RETAINED_BATCHES
 

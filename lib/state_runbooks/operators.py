@@ -263,3 +263,13 @@ def find_unit(ckpt: Checkpoint, operator_id: int, store_name: str = DEFAULT_STOR
         if unit.store_name == store_name and unit.state_variable == state_variable:
             return unit
     return None
+
+
+def serves_change_feed(ckpt, unit) -> bool:
+    """Whether Spark serves ``unit``'s state change feed: a store read by its name alone (not a
+    state variable, not timers, not a join side kept as a column family of another store) on a
+    provider that writes a change per batch. ``unit``: a :class:`StateUnit` or a report of one."""
+    if unit.state_variable is not None or unit.kind == "timers" or \
+            unit.files_store != unit.store_name:
+        return False
+    return ckpt.writes_change_feed

@@ -10,6 +10,7 @@ from functools import reduce
 from ..errors import spark_errors
 from ..formatting import format_bytes
 from ..inspection import StoreReport, inspect_stores
+from ..operators import serves_change_feed
 from ..state_reader import read_state_changes, union_over_batches
 from .jvm_objects import COMPRESSED_OOPS, JvmLayout
 from .memory_model import (DEFAULT_VERSIONS_IN_MEMORY, MAX_VERSIONS_CONF, MemoryEstimate,
@@ -148,22 +149,12 @@ def disk_totals(measurements: list[StoreMeasurement]) -> dict:
             "retained": sum(d.get("retained_bytes", 0) for d in folders.values())}
 
 
-def _has_change_feed(ckpt, report) -> bool:
-    """Whether the change feed is read for this unit: a provider that writes one (HDFS-backed, or
-    RocksDB with changelog checkpointing), and a store the checkpoint lists by that name (not a
-    state variable, not a side of a join in state format 3)."""
-    if ckpt.provider_kind == "rocksdb" and not ckpt.changelog_checkpointing:
-        return False
-    if report.state_variable is not None:
-        return False
-    return any(st.store_name == report.store_name for st in ckpt.stores(report.operator_id))
-
-
 def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int):
     """In one Spark job: rows per (unit label, batch, partition) at the asked batches, and the
     distinct keys put and removed per (unit label, batch, partition) in ``first_change`` ..
-    ``last_change`` from the state change feed, for the units that have one
-    (:func:`_has_change_feed`). Returns ``(rows, changes, labels with a change feed)``."""
+    ``last_change`` from the state change feed, for the units Spark serves one
+    (:func:`~state_runbooks.operators.serves_change_feed`). Returns ``(rows, changes, labels with
+    a change feed)``."""
     from pyspark.sql import functions as F
 
     columns = ["store", "batch_id", "partition_id", "kind", "key_hash"]
@@ -173,7 +164,7 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
                                   F.lit("rows").alias("kind"), F.lit(None).cast("long")
                                   .alias("key_hash")], u.state_variable).select(*columns)
               for u in units if batches_by_unit.get(u.label)]
-    fed = {u.label for u in units if _has_change_feed(ckpt, u)}
+    fed = {u.label for u in units if serves_change_feed(ckpt, u)}
     for u in units:
         if u.label in fed:
             frames.append(read_state_changes(ckpt, u.operator_id, u.store_name, first_change,

@@ -153,7 +153,7 @@ class Checkpoint:
             raise RunbookError(f"{self.root} is not a streaming checkpoint: it has no metadata file "
                                "and no offsets/ folder (a checkpoint root holds metadata, offsets/, "
                                "commits/ and state/)")
-        if require_state and not any(e.is_dir and e.name.isdigit() for e in fs.list("state")):
+        if require_state and not self.has_state_operators:
             ids = self.offset_batch_ids
             gaps = (f"; its offsets log has gaps (batches {batch_ranges(ids)}): 05 recover corrupted "
                     "state checks the logs" if ids and len(ids) != ids[-1] - ids[0] + 1 else "")
@@ -261,6 +261,11 @@ class Checkpoint:
         files = self._layout.files
         newest = max((f.version for f in files), default=None)
         return any(f.kind == "changelog" and f.version == newest for f in files)
+
+    @property
+    def has_state_operators(self) -> bool:
+        """Whether ``state/`` holds a folder per stateful operator (``state/<operator id>``)."""
+        return any(e.is_dir and e.name.isdigit() for e in self.fs.list("state"))
 
     @property
     def writes_change_feed(self) -> bool:

@@ -12,7 +12,7 @@ from functools import reduce
 from ..checkpoint import Checkpoint
 from ..errors import RunbookError, full_error_text, spark_errors, spark_line
 from ..operators import StateUnit, find_unit, is_reader_limit, state_units
-from ..state_reader import read_unit
+from ..state_reader import change_feed, read_unit
 
 
 @dataclass
@@ -71,26 +71,13 @@ def is_store_load_failure(error_class: str | None) -> bool:
 
 def operators_of(ckpt: Checkpoint) -> list:
     """The checkpoint's stateful operators; none when it has no state folder with operators."""
-    if not any(e.is_dir and e.name.isdigit() for e in ckpt.fs.list("state")):
-        return []
-    return ckpt.operators()
+    return ckpt.operators() if ckpt.has_state_operators else []
 
 
 def load_units(ckpt: Checkpoint) -> list[StateUnit]:
     """Every unit Spark's reader loads to cover the checkpoint's state, as the operator model
     reads it (joins of state format 3 by store name, transformWithState by variable)."""
     return state_units(ckpt) if operators_of(ckpt) else []
-
-
-def _read_changes(ckpt: Checkpoint, unit: StateUnit, first_batch: int, last_batch: int):
-    """Spark's state change feed of one unit over batches ``first_batch..last_batch`` (the
-    change feed takes no ``batchId``: Spark refuses both together, STDS_CONFLICT_OPTIONS)."""
-    reader = ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
-    options = {**unit.options, "readChangeFeed": "true", "changeStartBatchId": first_batch,
-               "changeEndBatchId": last_batch}
-    for name, value in options.items():
-        reader = reader.option(name, value)
-    return reader.load(ckpt.root)
 
 
 def _file_at_fault(ckpt: Checkpoint, text: str) -> str | None:
@@ -154,7 +141,8 @@ def changes_load(ckpt: Checkpoint, unit: StateUnit, first_version: int, last_ver
     partitions its error names, and the file its error names."""
     try:
         with spark_errors(f"reading the changes of {unit.label}"):
-            _read_changes(ckpt, unit, first_version - 1, last_version - 1).count()
+            change_feed(ckpt, unit.operator_id, unit.options, first_version - 1,
+                        last_version - 1).count()
         return True, (), None
     except RunbookError as exc:
         if is_reader_limit(exc.error_class):

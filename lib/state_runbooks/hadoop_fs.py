@@ -15,6 +15,8 @@ from .errors import RunbookError, first_line
 # modification_time=<ms>; ...}". Parsed by list() to list a folder in one JVM call.
 _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
                           r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+);")
+_GLOB_CHARS = re.compile(r"[*?\[\]{}\\]")  # Hadoop glob syntax
+_MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,13 @@ class HadoopFS:
         path = self._path(rel)
         if not self._fs.exists(path):
             return []
-        statuses = self._fs.listStatus(path)
+        entries = [FileEntry(full.rstrip("/").rsplit("/", 1)[-1], is_dir, size, mtime)
+                   for full, is_dir, size, mtime in self._statuses(self._fs.listStatus(path))]
+        return sorted(entries, key=lambda e: e.name)
+
+    def _statuses(self, statuses) -> list[tuple[str, bool, int, int]]:
+        """``(full path, is_dir, size, modified_ms)`` of Hadoop FileStatus objects: their text in
+        one JVM call, or entry by entry when the text does not read as expected."""
         try:
             text = str(self._jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(statuses)
                        .mkString("\n"))
@@ -85,12 +93,10 @@ class HadoopFS:
         except Exception:  # noqa: BLE001 - another Hadoop or Scala: the portable way
             matches = []
         if matches and len(matches) == len(statuses) and all(matches):
-            entries = [FileEntry(m["path"].rstrip("/").rsplit("/", 1)[-1], m["dir"] == "true",
-                                 int(m["len"] or 0), int(m["mtime"])) for m in matches]
-        else:
-            entries = [FileEntry(st.getPath().getName(), bool(st.isDirectory()), int(st.getLen()),
-                                 int(st.getModificationTime())) for st in statuses]
-        return sorted(entries, key=lambda e: e.name)
+            return [(m["path"], m["dir"] == "true", int(m["len"] or 0), int(m["mtime"]))
+                    for m in matches]
+        return [(str(st.getPath().toString()), bool(st.isDirectory()), int(st.getLen()),
+                 int(st.getModificationTime())) for st in statuses]
 
     def read_bytes(self, rel: str) -> bytes:
         stream = self._fs.open(self._path(rel))
@@ -145,9 +151,35 @@ class HadoopFS:
         return view
 
     def walk(self, rel: str = "") -> dict[str, FileEntry]:
-        """Every file below ``rel`` (recursive), by path relative to the root; absent: empty."""
+        """Every file below ``rel`` (recursive), by path relative to the root; absent: empty.
+        One glob per depth level (``rel/*``, ``rel/*/*``, ...): a few JVM calls for a whole tree
+        where listing folder by folder takes one per folder (a 200-partition checkpoint has
+        thousands)."""
+        base = rel.strip("/")
+        path = self._path(base)
+        if not self._fs.exists(path):
+            return {}
+        prefix = str(self._fs.getFileStatus(path).getPath().toString()).rstrip("/") + "/"
+        if _GLOB_CHARS.search(prefix):  # the root itself would be read as a pattern
+            return self._walk_folder_by_folder(base)
         out: dict[str, FileEntry] = {}
-        pending = [rel.strip("/")]
+        for depth in range(1, _MAX_DEPTH + 1):
+            statuses = self._fs.globStatus(self._path(base + "/*" * depth if base else
+                                                      "/".join("*" * depth)))
+            found = self._statuses(statuses) if statuses is not None else []
+            if any(not full.startswith(prefix) for full, *_ in found):
+                return self._walk_folder_by_folder(base)  # paths written another way: be exact
+            for full, is_dir, size, mtime in found:
+                child = (f"{base}/" if base else "") + full[len(prefix):].rstrip("/")
+                if not is_dir:
+                    out[child] = FileEntry(child, False, size, mtime)
+            if not any(is_dir for _, is_dir, *_ in found):
+                return dict(sorted(out.items()))
+        return self._walk_folder_by_folder(base)
+
+    def _walk_folder_by_folder(self, base: str) -> dict[str, FileEntry]:
+        out: dict[str, FileEntry] = {}
+        pending = [base]
         while pending:
             folder = pending.pop()
             for entry in self.list(folder):

@@ -8,14 +8,8 @@ cost in JVM calls (Python to JVM round trips) and folder listings.
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import production_shape  # noqa: E402 - beside this file, not a package
 
 # The smallest Spark work that answers 03's question: rows per partition of every store.
 BARE_PROCESS = textwrap.dedent("""
@@ -92,8 +86,6 @@ def _raw_scans(spark, root: str, stores: list[str]) -> int:
 def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     from state_runbooks import inspection
     from state_runbooks.checkpoint import Checkpoint
-    from state_runbooks.notebooks import execute, resolve_notebook
-
     ckpt = Checkpoint(ctx.spark, path)
     stores = sorted({s.store_name for s in ckpt.stores()})
     files = len(ckpt.state_files())
@@ -101,9 +93,6 @@ def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     parts = max(s.num_partitions for s in ckpt.stores())
     print(f"{shape}: {parts} partitions, stores {', '.join(stores)}, retained batches {lo}..{hi}, "
           f"{files:,} state files", flush=True)
-    script = ctx.folder / "bare.py"
-    script.write_text(BARE_PROCESS)
-    notebook = resolve_notebook("03_inspect_state")
     with CallCounter() as counted:
         times, reports = _library_steps(ctx.spark, path)
     rows = sum(r.rows or 0 for r in reports)
@@ -122,13 +111,10 @@ def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
             f"[{shape}] per-store figures (rows, bytes, partitions, expiry) vs one raw scan",
             lambda: inspection.inspect_stores(ckpt),
             lambda: _raw_scans(ctx.spark, ckpt.root, stores), target=1.3, repeats=repeats),
-        ctx.side_by_side(
+        ctx.notebook_vs_process(
             f"[{shape}] whole 03 notebook under papermill vs a bare process counting rows per "
-            "partition",
-            lambda: execute(notebook, ctx.folder / "out", {"checkpoint_path": path}, html=False),
-            lambda: subprocess.run([sys.executable, str(script), path, *stores], check=True,
-                                   capture_output=True),
-            target=1.5, warm_up=False, repeats=repeats),
+            "partition", "03_inspect_state", {"checkpoint_path": path},
+            BARE_PROCESS, [path, *stores], repeats=repeats),
     ]
     for r in results:
         r["shape"] = shape
@@ -143,9 +129,6 @@ def bench(ctx) -> list[dict]:
                                 rows_per_batch=1_000_000, partitions=8)
     results = _at_shape(ctx, "demo scale: dedup, HDFS, 8 partitions, 2 batches",
                         run.checkpoint_path, min(ctx.repeats, 3))
-    for name in PRODUCTION_SHAPES:
-        path = production_shape.ensure(ctx.spark, name)
-        if path is not None:
-            results += _at_shape(ctx, f"production shape: {name}", str(path),
-                                 min(ctx.repeats, 2))
+    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+        results += _at_shape(ctx, f"production shape: {name}", path, min(ctx.repeats, 2))
     return results

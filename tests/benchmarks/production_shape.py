@@ -29,6 +29,7 @@ class Shape:
     workload: str
     provider: str
     rows_per_batch: int
+    batches: int = BATCHES
 
     @property
     def name(self) -> str:
@@ -43,19 +44,25 @@ class Shape:
         return CACHE / self.name / "built.json"
 
     @property
+    def event_log(self) -> Path:
+        return CACHE / self.name / "event-log"
+
+    @property
     def built(self) -> bool:
         return self.done_marker.exists()
 
 
 # Dedup first: the shape the issue measured. 2,000 events a batch hold ~6,000 keys (6 s of event
 # time behind a 5 s watermark) spread over all 200 partitions; the windowed count keys one user per
-# two events, so its windows also reach every partition; the join keeps four stores.
+# two events, so its windows also reach every partition; the join keeps four stores, 800 store
+# instances a batch, so it runs 30 batches (a batch takes ~4x a dedup's here) and writes an event
+# log for runbook 06.
 SHAPES = (
     Shape("dedup", "rocksdb_changelog", 2_000),
     Shape("dedup", "hdfs", 2_000),
     Shape("window_agg_many_users", "rocksdb_changelog", 2_000),
     Shape("window_agg_many_users", "hdfs", 2_000),
-    Shape("join", "rocksdb_changelog", 2_000),
+    Shape("join", "rocksdb_changelog", 2_000, batches=30),
 )
 SHAPES_BY_NAME = {s.name: s for s in SHAPES}
 
@@ -105,10 +112,11 @@ def run_continuously(spark, shape: Shape, until: int) -> None:
             raise RuntimeError(str(query.exception()))
 
 
-def build(spark, shape: Shape, batches: int = BATCHES) -> Path:
-    """Run the shape's query until it has ``batches`` committed batches; mark it built."""
+def build(spark, shape: Shape) -> Path:
+    """Run the shape's query until it has ``shape.batches`` committed batches; mark it built."""
     from state_runbooks.demo import run_demo_batches
 
+    batches = shape.batches
     shape.path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     if committed_batches(shape.path) < batches - 1:
@@ -135,16 +143,36 @@ def ensure(spark, name: str) -> Path | None:
     return None
 
 
+def start_event_logging(folder: Path) -> None:
+    """Start this process's session with Spark's event log on, written under ``folder``."""
+    from pyspark.sql import SparkSession
+
+    from state_runbooks.session import DEFAULT_MASTER, LOCAL_CONF
+
+    folder.mkdir(parents=True, exist_ok=True)
+    builder = SparkSession.builder.master(DEFAULT_MASTER).appName("state-runbooks-bench-build")
+    for key, value in {**LOCAL_CONF, "spark.eventLog.enabled": "true",
+                       "spark.eventLog.dir": folder.as_uri()}.items():
+        builder = builder.config(key, value)
+    builder.getOrCreate()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("shapes", nargs="*", help=f"default: all ({', '.join(SHAPES_BY_NAME)})")
     parser.add_argument("--time-one-batch", action="store_true",
                         help="run one batch on a scratch checkpoint and print its time")
+    parser.add_argument("--event-log", action="store_true",
+                        help="also write the build's Spark event log (for runbook 06's bench)")
     args = parser.parse_args()
     from state_runbooks.session import get_spark
 
+    names = args.shapes or list(SHAPES_BY_NAME)
+    if args.event_log:
+        # Spark reads event-log settings only when a session starts: one shape per process.
+        start_event_logging(SHAPES_BY_NAME[names[0]].event_log)
     spark = get_spark()
-    for name in args.shapes or list(SHAPES_BY_NAME):
+    for name in names:
         shape = SHAPES_BY_NAME[name]
         if args.time_one_batch:
             import tempfile

@@ -4,13 +4,19 @@ Machines are shared and noisy, so every comparison alternates the two sides and 
 medians; no test asserts a time. Each ``bench_<runbook>.py`` beside this file defines
 ``bench(ctx) -> list[dict]`` and uses ``ctx.side_by_side``; they run in name order.
 
-    python tests/benchmarks/run.py [--repeats 5] [--only inspect_state]
+    python tests/benchmarks/run.py [--repeats 5] [--only inspect_state] [--demo-scale-only]
+
+Production-shape checkpoints (``production_shape.py``) are built once, never by a bench. Runs take a
+lock (``out/bench.lock``), so two bench runs on one machine wait for each other instead of sharing
+its cores and measuring each other.
 """
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.util
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -18,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+LOCK = HERE.parents[1] / "out" / "bench.lock"
+sys.path.insert(0, str(HERE))
+import production_shape  # noqa: E402 - beside this file, not a package
 
 
 def timed(fn) -> tuple[float, object]:
@@ -31,6 +40,32 @@ class BenchContext:
     spark: object
     folder: Path  # a temporary folder for checkpoints and outputs
     repeats: int
+    production: bool = True  # also measure at the production shape, where built
+
+    def production_shapes(self, *names: str):
+        """(name, checkpoint path) of each named production shape that is built; a line saying how
+        to build each one that is not."""
+        if not self.production:
+            return []
+        found = [(name, production_shape.ensure(self.spark, name)) for name in names]
+        return [(name, str(path)) for name, path in found if path is not None]
+
+    def notebook_vs_process(self, label: str, notebook: str, parameters: dict, bare_script: str,
+                            bare_args: list[str], target: float = 1.5,
+                            repeats: int | None = None) -> dict:
+        """A whole notebook under papermill against a bare Python process (``bare_script`` with
+        ``bare_args``): both start their own Spark, so neither is warmed up by the other."""
+        from state_runbooks.notebooks import execute, resolve_notebook
+
+        script = self.folder / f"bare-{len(list(self.folder.glob('bare-*.py')))}.py"
+        script.write_text(bare_script)
+        path = resolve_notebook(notebook)
+        return self.side_by_side(
+            label,
+            lambda: execute(path, self.folder / "out", parameters, html=False),
+            lambda: subprocess.run([sys.executable, str(script), *bare_args], check=True,
+                                   capture_output=True),
+            target=target, warm_up=False, repeats=repeats)
 
     def side_by_side(self, label: str, runbook, bare, target: float, warm_up: bool = True,
                      repeats: int | None = None) -> dict:
@@ -70,8 +105,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", default="", help="run only bench_<ONLY>.py")
+    parser.add_argument("--demo-scale-only", action="store_true",
+                        help="skip the production-shape measurements")
     args = parser.parse_args()
+    LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with open(LOCK, "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"another bench run holds {LOCK}: waiting for it", flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        return run(args)
 
+
+def run(args) -> int:
     from state_runbooks.session import get_spark
 
     spark = get_spark()
@@ -81,7 +128,8 @@ def main() -> int:
             continue
         print(f"\n[{path.stem.removeprefix('bench_')}]", flush=True)
         with tempfile.TemporaryDirectory(prefix="state-runbooks-bench-") as tmp:
-            results += _load(path).bench(BenchContext(spark, Path(tmp), args.repeats))
+            results += _load(path).bench(BenchContext(spark, Path(tmp), args.repeats,
+                                                      production=not args.demo_scale_only))
     ratios = [r for r in results if "ratio" in r]
     within = sum(r["ratio"] <= r["target"] for r in ratios)
     print_table(results)

@@ -296,6 +296,44 @@ def test_continuous_query_counts_shared_rows_once(spark, tmp_path):
     assert reported < continuous.heap_bytes  # once: SizeEstimator's sampling reads low
 
 
+@pytest.mark.parametrize("provider", ["hdfs", "rocksdb_changelog"])
+def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_path, monkeypatch,
+                                                                  provider):
+    """A deduplication puts only keys it does not hold and removes only keys it holds: the rows
+    of the two batches before, per partition, follow from the change feed alone, and the
+    measurement equals the one that reads the state at those batches (the watermark evicting:
+    4 s of event time per batch behind a 5 s delay; duplicates within and across batches)."""
+    from state_runbooks.demo import provider_conf
+    from state_runbooks.session import session_conf
+    from state_runbooks.sizing import measurement
+
+    path = str(tmp_path / "dedup")
+    events = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 12)
+              .option("numPartitions", 2).option("startTimestamp", 1_700_000_000_000)
+              .option("advanceMillisPerBatch", 4000).load()
+              .select((F.col("value") % 9).alias("id"), "timestamp")
+              .withWatermark("timestamp", "5 seconds").dropDuplicates(["id", "timestamp"]))
+    conf = {"spark.sql.shuffle.partitions": "3",
+            "spark.sql.streaming.noDataMicroBatches.enabled": "false", **provider_conf(provider)}
+    with session_conf(spark, conf):
+        for _ in range(4):
+            (events.writeStream.format("noop").option("checkpointLocation", path)
+             .trigger(availableNow=True).start().awaitTermination())
+    ckpt = Checkpoint(spark, path)
+    batch = ckpt.last_committed_batch_id
+    (m,) = sizing.measure_stores(ckpt)
+    assert (m.churn_source, m.earlier_rows_source) == ("change feed", "change feed")
+    monkeypatch.setattr(measurement, "NEW_KEYS_ONLY_FAMILIES", ())
+    (read,) = sizing.measure_stores(ckpt)
+    assert read.earlier_rows_source == "state"
+    assert m.partitions == read.partitions and m.estimate == read.estimate
+    # Independently: the rows of the batch before, per partition, as Spark's reader counts them.
+    counted = read_state(ckpt, 0, batch_id=batch - 1).groupBy("partition_id").count().collect()
+    before = {r["partition_id"]: r["count"] for r in counted}
+    assert [p.old_rows for p in m.partitions] == [before.get(p, 0) for p in range(3)]
+    assert any(p.removed for p in m.partitions) and any(p.inserted for p in m.partitions)
+
+
 def test_rocksdb_checkpoint_without_change_feed(spark, demo_factory):
     run = demo_factory("dedup", "rocksdb")
     ckpt = Checkpoint(spark, run.checkpoint_path)

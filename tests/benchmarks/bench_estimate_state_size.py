@@ -5,12 +5,40 @@ The demo queries start once per batch (availableNow), as the runbook's demo does
 deduplication also runs as a single continuous query, whose two kept versions share their table
 length, to show the estimator follows that case too. Errors are printed as measured; no test asserts
 a time.
+
+At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
+``production_shape.py``, skipped with a line saying how to build it when missing): the whole
+notebook under papermill on the checkpoint against a bare process that answers the same question
+(rows per partition of every store at the newest batch, and the bytes of the state files), the
+notebook's cell times, and the library's steps timed in one process, with and without the growth
+step (``inspection.growth``), against the same bare work.
 """
 from __future__ import annotations
 
+import json
+import textwrap
 import time
 
 SIZES = (10_000, 100_000, 1_000_000)
+PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
+                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog")
+# The smallest Spark work that answers 02's question on a checkpoint: rows per partition of every
+# store at the newest batch, and the bytes its state files hold (one content summary of state/).
+BARE_PROCESS = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    root = sys.argv[1]
+    for store in sys.argv[2:]:
+        rows = (spark.read.format("statestore").option("storeName", store).load(root)
+                .groupBy("partition_id").count().collect())
+        print(store, sum(r["count"] for r in rows))
+    state = spark._jvm.org.apache.hadoop.fs.Path(root + "/state")
+    summary = state.getFileSystem(spark._jsc.hadoopConfiguration()).getContentSummary(state)
+    print("state files", summary.getFileCount(), "bytes", summary.getLength())
+""")
 
 
 def _run_continuously(spark, workload: str, path: str, rows_per_batch: int, batches: int) -> dict:
@@ -77,4 +105,78 @@ def bench(ctx) -> list[dict]:
         lambda: sizing.measure_stores(big, restarted_each_batch=True),
         lambda: ctx.spark.read.format("statestore").load(big.root).count(),
         target=4.0, repeats=3))
+    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+        results += _at_production_shape(ctx, name, path, min(ctx.repeats, 2))
+    return results
+
+
+def _bare_in_process(spark, root: str, stores: list[str]) -> None:
+    """BARE_PROCESS's work in this process."""
+    for store in stores:
+        (spark.read.format("statestore").option("storeName", store).load(root)
+         .groupBy("partition_id").count().collect())
+    state = spark._jvm.org.apache.hadoop.fs.Path(root + "/state")
+    state.getFileSystem(spark._jsc.hadoopConfiguration()).getContentSummary(state).getLength()
+
+
+def _library_steps(spark, path: str, with_growth: bool = True) -> dict:
+    """What the notebook's cells call on a checkpoint (no napkin, no demo), each step timed."""
+    from state_runbooks import sizing
+    from state_runbooks.checkpoint import Checkpoint
+
+    from run import timed  # the bench harness, beside this file
+
+    times = {}
+
+    def step(name, fn):
+        times[name], result = timed(fn)
+        return result
+
+    ckpt = step("open", lambda: Checkpoint(spark, path))
+    measured = step("measure", lambda: sizing.measure_checkpoint(ckpt))
+    step("tables", lambda: (sizing.stores_table(measured.stores),
+                            sizing.partitions_table(measured.stores),
+                            sizing.estimate_lines(measured.stores, False, ckpt.provider_kind)))
+    if with_growth:
+        table = step("growth", lambda: sizing.growth(ckpt, measured))
+        projection = sizing.project(table, measured.stores, 100)
+        step("recommendation", lambda: sizing.recommendation_lines(None, measured.stores,
+                                                                  projection))
+    return times
+
+
+def cell_times(notebook) -> str:
+    """The slowest cells of an executed notebook, from papermill's metadata."""
+    cells = json.loads(notebook.read_text())["cells"]
+    timed = [(c["metadata"].get("papermill", {}).get("duration") or 0.0, i, c)
+             for i, c in enumerate(cells) if c["cell_type"] == "code"]
+    return ", ".join(f"cell {i} ({c['source'].splitlines()[0][:40]!r}) {d:.1f} s"
+                     for d, i, c in sorted(timed, key=lambda t: t[0], reverse=True)[:4])
+
+
+def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
+    from state_runbooks.checkpoint import Checkpoint
+
+    ckpt = Checkpoint(ctx.spark, path)
+    stores = sorted({s.store_name for s in ckpt.stores()})
+    lo, hi = ckpt.retained_batch_range()
+    print(f"{name}: stores {', '.join(stores)}, retained batches {lo}..{hi}, "
+          f"{len(ckpt.state_files()):,} state files", flush=True)
+    shape = f"production shape: {name}"
+    results = [ctx.notebook_vs_process(
+        f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
+        "partition and summing the state files' bytes", "02_estimate_state_size",
+        {"checkpoint_path": path}, BARE_PROCESS, [path, *stores], repeats=repeats)]
+    print(f"    where the notebook's time went: "
+          f"{cell_times(ctx.folder / 'out' / '02_estimate_state_size.ipynb')}", flush=True)
+    for with_growth in (True, False):
+        times = {}
+        what = "with" if with_growth else "without"
+        results.append(ctx.side_by_side(
+            f"[{shape}] 02's library steps {what} the growth step vs the bare work, in one "
+            "process", lambda: times.update(_library_steps(ctx.spark, path, with_growth)),
+            lambda: _bare_in_process(ctx.spark, ckpt.root, stores), target=1.5, repeats=repeats))
+        print("    steps: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()), flush=True)
+    for r in results:
+        r["shape"] = shape
     return results

@@ -6,13 +6,46 @@ checked, one scan per store (rows per partition, the forecast, a checksum of eve
 journal and metadata copies, Spark's call, and the verification scan. The bare side is
 ``spark._streamingCheckpointManager.repartition`` alone. Each run gets its own fresh copy of the
 checkpoint (copied before the clock starts).
+
+At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
+``production_shape.py``, skipped with a line saying how to build it when missing):
+
+- the whole notebook in its default dry run (``num_partitions=0``: what twice the partitions would
+  do) under papermill against a bare process reading each store at the newest batch and counting
+  its rows by the partition Spark would place them in on twice the count;
+- on RocksDB shapes, the apply (checks, the scan before, backup and journal, Spark's call, the
+  verification) against the bare Spark call, each on its own copy of the shape (never the shape
+  itself), with what the backup copied and journaled.
 """
 from __future__ import annotations
 
 import shutil
+import textwrap
 import time
+from pathlib import Path
 
 BATCHES, ROWS, BEFORE, AFTER = 5, 4000, 8, 16
+PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
+                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog")
+# The smallest Spark work that answers 07's dry run: per store, rows per partition on the new
+# count, each row where Spark would place it (pmod of the murmur3 hash of its partitioning key:
+# the key, or for a join's keyWithIndexToValue the key without its index; repartition/forecast.py).
+BARE_FORECAST = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    root, new_count = sys.argv[1], int(sys.argv[2])
+    for store in sys.argv[3:]:
+        df = spark.read.format("statestore").option("storeName", store).load(root)
+        key = F.col("key")
+        if store.endswith("keyWithIndexToValue"):
+            fields = df.schema["key"].dataType.fieldNames()
+            key = F.struct(*[F.col("key")[f] for f in fields[:-1]])
+        rows = df.groupBy(F.pmod(F.hash(key), F.lit(new_count)).alias("p")).count().collect()
+        print(store, sum(r["count"] for r in rows))
+""")
 
 
 def bench(ctx) -> list[dict]:
@@ -47,5 +80,74 @@ def bench(ctx) -> list[dict]:
     def bare():
         ctx.spark._streamingCheckpointManager.repartition(pending["bare"].pop(), AFTER, True)
 
-    return [ctx.side_by_side(f"repartition {BEFORE} -> {AFTER} partitions (checks, backup, "
-                             "verification) vs the bare Spark call", runbook, bare, target=1.5)]
+    results = [ctx.side_by_side(f"repartition {BEFORE} -> {AFTER} partitions (checks, backup, "
+                                "verification) vs the bare Spark call", runbook, bare, target=1.5)]
+    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+        results += _at_production_shape(ctx, name, path, min(ctx.repeats, 2))
+    return results
+
+
+def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
+    from bench_estimate_state_size import cell_times  # beside this file
+
+    from state_runbooks import repartition as rp
+    from state_runbooks.checkpoint import Checkpoint
+
+    ckpt = Checkpoint(ctx.spark, path)
+    stores = sorted({s.store_name for s in ckpt.stores()})
+    before = rp.current_partitions(ckpt)
+    shape = f"production shape: {name}"
+    results = [ctx.notebook_vs_process(
+        f"[{shape}] whole 07 notebook, dry run ({before} -> {2 * before} partitions forecast) "
+        "under papermill vs a bare process counting each store's rows by their partition on the "
+        "new count", "07_repartition_state", {"checkpoint_path": path}, BARE_FORECAST,
+        [path, str(2 * before), *stores], repeats=repeats)]
+    print(f"    where the notebook's time went: "
+          f"{cell_times(ctx.folder / 'out' / '07_repartition_state.ipynb')}", flush=True)
+    if ckpt.provider_kind == "rocksdb":
+        results += _apply_at_shape(ctx, shape, path, before, 2 * before, repeats)
+    for r in results:
+        r["shape"] = shape
+    return results
+
+
+def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
+                    repeats: int) -> list[dict]:
+    """The apply on copies of the shape: each run its own copy, made before the clock starts."""
+    from state_runbooks import repartition as rp
+    from state_runbooks.checkpoint import Checkpoint
+
+    copies = iter(range(10_000))
+    runs = 1 + repeats  # the warm-up and the timed runs
+
+    def fresh() -> str:
+        target = ctx.folder / f"shape-copy-{next(copies)}"
+        shutil.copytree(path, target)
+        return str(target)
+
+    pending = {side: [fresh() for _ in range(runs)] for side in ("runbook", "bare")}
+    outcomes = []
+
+    def runbook():
+        ckpt = Checkpoint(ctx.spark, pending["runbook"].pop())
+        checks = rp.check_requirements(ckpt, after, force=True)
+        scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
+        out = rp.repartition(ckpt, after, dry_run=False, force=True, checks=checks, before=scans,
+                             backup_dir=ckpt.root + ".backup")
+        assert out.verified and out.rows_equal, out.lines
+        outcomes.append(out)
+
+    def bare():
+        ctx.spark._streamingCheckpointManager.repartition(pending["bare"].pop(), after, True)
+
+    results = [ctx.side_by_side(
+        f"[{shape}] repartition {before} -> {after} partitions (checks, the scan before, backup, "
+        "Spark's call, verification) vs the bare Spark call, each on its own copy", runbook, bare,
+        target=1.5, repeats=repeats)]
+    backup = outcomes[-1].backup_dir.removeprefix("file:")
+    files = [p for p in Path(backup).rglob("*") if p.is_file()]
+    results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",
+                              len(files), f"files, {sum(p.stat().st_size for p in files):,} bytes"))
+    for copy in ctx.folder.glob("shape-copy-*"):
+        shutil.rmtree(copy, ignore_errors=True)
+    return results

@@ -1,6 +1,11 @@
 """Measuring a checkpoint for the memory model: each unit's rows and bytes as inspection's scan
 reports them, what the newest batch put and removed (the state change feed) or, without one, what
 the row counts show, and from that what the HDFS-backed provider holds in memory.
+
+The row counts of the two batches before come from the change feed alone where the operator only
+ever puts keys its state does not hold (a deduplication: Spark looks the key up and puts it only
+when absent, and removes only keys it holds): rows before = rows now - keys put + keys removed,
+exact, and no state is loaded again. Elsewhere they are read from the state at those batches.
 """
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from functools import reduce
 from ..errors import spark_errors
 from ..formatting import format_bytes
 from ..inspection import StoreReport, inspect_stores
-from ..operators import serves_change_feed
+from ..operators import operator_model, serves_change_feed
 from ..state_reader import read_state_changes, union_over_batches
 from .jvm_objects import COMPRESSED_OOPS, JvmLayout
 from .memory_model import (DEFAULT_VERSIONS_IN_MEMORY, MAX_VERSIONS_CONF, MemoryEstimate,
@@ -21,6 +26,9 @@ ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partitions", "batch_id",
                     "rows", "key_bytes", "value_bytes", "rows_per_partition", "disk",
                     "payload_bytes_per_partition", "label")
+# Operator families whose state only ever gets keys it does not hold (Spark's deduplications look
+# the key up and put it only when absent): the change feed alone gives the rows of earlier batches.
+NEW_KEYS_ONLY_FAMILIES = ("dedup", "dedup_within_watermark")
 
 
 @dataclass
@@ -32,6 +40,8 @@ class StoreMeasurement:
     churn_source: str  # "change feed" (the batch's own puts and removes) or "row counts"
     partitions: list[PartitionVersions] = field(default_factory=list)
     estimate: MemoryEstimate = field(default_factory=MemoryEstimate)
+    earlier_rows_source: str = "state"  # rows of the batches before: read from "state", or from
+    # the "change feed" alone (an operator that only puts new keys)
 
     def __getattr__(self, name: str):
         if name in REPORTED_FIGURES:
@@ -91,11 +101,19 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
     earlier = [b for b in (batch - 1, batch - 2) if b >= lo]
     snapshots = {r.label: _snapshot_versions(ckpt, r, batch) if restarted_each_batch else {}
                  for r in reports}
-    wanted = {r.label: set(earlier) | {v - 1 for v in snapshots[r.label].values()
-                                       if lo <= v - 1 < batch - 1}
+    from_feed = {r.label for r in reports if _new_keys_only(ckpt, r)}
+    wanted = {r.label: (set() if r.label in from_feed else set(earlier))
+              | {v - 1 for v in snapshots[r.label].values() if lo <= v - 1 < batch - 1}
               for r in reports}
     counts, changes, fed = (_history(ckpt, reports, wanted, max(lo, batch - 1), batch)
                             if reports else ({}, {}, set()))
+    derived = [r for r in reports if r.label in from_feed]
+    if not _rows_before_from_changes(derived, earlier, batch, changes, counts):
+        # A count below zero: the feed does not add up as a deduplication's would. Read them.
+        from_feed = set()
+        more, _, _ = _history(ckpt, derived, {r.label: set(earlier) for r in derived}, batch,
+                              batch, with_changes=False)
+        counts.update(more)
 
     out = []
     for report in reports:
@@ -127,7 +145,8 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
             estimate = estimate + estimate_partition(part, key_avg, value_avg, layout, checksum,
                                                      versions)
         churn = "change feed" if report.label in fed else "row counts"
-        out.append(StoreMeasurement(report, churn, parts, estimate))
+        out.append(StoreMeasurement(report, churn, parts, estimate,
+                                    "change feed" if report.label in from_feed else "state"))
     return CheckpointMeasurement(batch, out, unreadable)
 
 
@@ -149,12 +168,13 @@ def disk_totals(measurements: list[StoreMeasurement]) -> dict:
             "retained": sum(d.get("retained_bytes", 0) for d in folders.values())}
 
 
-def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int):
+def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int,
+             with_changes: bool = True):
     """In one Spark job: rows per (unit label, batch, partition) at the asked batches, and the
     distinct keys put and removed per (unit label, batch, partition) in ``first_change`` ..
     ``last_change`` from the state change feed, for the units Spark serves one
-    (:func:`~state_runbooks.operators.serves_change_feed`). Returns ``(rows, changes, labels with
-    a change feed)``."""
+    (:func:`~state_runbooks.operators.serves_change_feed`; not with ``with_changes=False``).
+    Returns ``(rows, changes, labels with a change feed)``."""
     from pyspark.sql import functions as F
 
     columns = ["store", "batch_id", "partition_id", "kind", "key_hash"]
@@ -166,7 +186,7 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
               for u in units if batches_by_unit.get(u.label)]
     fed = {u.label for u in units if serves_change_feed(ckpt, u)}
     for u in units:
-        if u.label in fed:
+        if u.label in fed and with_changes:
             frames.append(read_state_changes(ckpt, u.operator_id, u.store_name, first_change,
                                              last_change)
                           .select(F.lit(u.label).alias("store"), "batch_id", "partition_id",
@@ -190,6 +210,32 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
             changes[key] = ((int(r["keys"]), removed) if r["kind"] == "update"
                             else (put, int(r["keys"])))
     return rows, changes, fed
+
+
+def _new_keys_only(ckpt, report) -> bool:
+    """Whether a unit's state only ever gets keys it does not hold, and Spark serves its change
+    feed: then the feed alone gives the rows of the batches before."""
+    return (serves_change_feed(ckpt, report)
+            and operator_model(ckpt, report.operator_id).family in NEW_KEYS_ONLY_FAMILIES)
+
+
+def _rows_before_from_changes(reports, earlier: list[int], batch: int, changes: dict,
+                              counts: dict) -> bool:
+    """Rows per partition at the ``earlier`` batches of units whose state only gets new keys, into
+    ``counts``: each batch before has the rows after it minus the keys it put plus the keys it
+    removed (a key put and removed in one batch adds nothing either way). False when a count
+    comes out below zero (nothing is written then)."""
+    found = {}
+    for r in reports:
+        for p, rows in enumerate(r.rows_per_partition):
+            for b in range(batch, batch - len(earlier), -1):  # b - 1 from b's rows and changes
+                put, removed = changes.get((r.label, b, p), (0, 0))
+                rows = rows - put + removed
+                if rows < 0:
+                    return False
+                found[(r.label, b - 1, p)] = rows
+    counts.update(found)
+    return True
 
 
 def _snapshot_versions(ckpt, unit, batch_id: int) -> dict[int, int]:

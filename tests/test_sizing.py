@@ -323,7 +323,7 @@ def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_pat
     batch = ckpt.last_committed_batch_id
     (m,) = sizing.measure_stores(ckpt)
     assert (m.churn_source, m.earlier_rows_source) == ("change feed", "change feed")
-    monkeypatch.setattr(measurement, "NEW_KEYS_ONLY_FAMILIES", ())
+    monkeypatch.setattr(measurement, "EARLIER_ROWS_FROM_CHANGES", False)
     (read,) = sizing.measure_stores(ckpt)
     assert read.earlier_rows_source == "state"
     assert m.partitions == read.partitions and m.estimate == read.estimate
@@ -332,6 +332,23 @@ def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_pat
     before = {r["partition_id"]: r["count"] for r in counted}
     assert [p.old_rows for p in m.partitions] == [before.get(p, 0) for p in range(3)]
     assert any(p.removed for p in m.partitions) and any(p.inserted for p in m.partitions)
+
+
+def test_earlier_rows_replayed_from_two_batches_back_equal_the_state(spark, demo_factory,
+                                                                     monkeypatch):
+    """An aggregation updates keys it holds: the rows of the batch before come from the state two
+    batches back replayed through the change feed of the batch between, and the measurement equals
+    the one that reads the state at both batches."""
+    from state_runbooks.sizing import measurement
+
+    run = demo_factory("window_agg")
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    (m,) = sizing.measure_stores(ckpt)
+    monkeypatch.setattr(measurement, "EARLIER_ROWS_FROM_CHANGES", False)
+    (read,) = sizing.measure_stores(ckpt)
+    assert (m.earlier_rows_source, read.earlier_rows_source) == ("state and change feed", "state")
+    assert m.partitions == read.partitions and m.estimate == read.estimate
+    assert any(p.replaced for p in m.partitions)  # keys it held, updated
 
 
 def test_rocksdb_checkpoint_without_change_feed(spark, demo_factory):

@@ -16,7 +16,7 @@ from ..errors import spark_errors
 from ..formatting import format_bytes
 from ..inspection import StoreReport, inspect_stores
 from ..operators import operator_model, serves_change_feed
-from ..state_reader import read_state_changes, union_over_batches
+from ..state_reader import read_state, read_state_changes, union_over_batches
 from .jvm_objects import COMPRESSED_OOPS, JvmLayout
 from .memory_model import (DEFAULT_VERSIONS_IN_MEMORY, MAX_VERSIONS_CONF, MemoryEstimate,
                            PartitionVersions, estimate_partition, partition_versions)
@@ -29,6 +29,9 @@ REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partition
 # Operator families whose state only ever gets keys it does not hold (Spark's deduplications look
 # the key up and put it only when absent): the change feed alone gives the rows of earlier batches.
 NEW_KEYS_ONLY_FAMILIES = ("dedup", "dedup_within_watermark")
+# Whether the rows of the batches before come from the change feed where it can give them exactly;
+# False: always read from the state at those batches (the tests compare both ways).
+EARLIER_ROWS_FROM_CHANGES = True
 
 
 @dataclass
@@ -40,8 +43,9 @@ class StoreMeasurement:
     churn_source: str  # "change feed" (the batch's own puts and removes) or "row counts"
     partitions: list[PartitionVersions] = field(default_factory=list)
     estimate: MemoryEstimate = field(default_factory=MemoryEstimate)
-    earlier_rows_source: str = "state"  # rows of the batches before: read from "state", or from
-    # the "change feed" alone (an operator that only puts new keys)
+    # Where the rows of the batches before come from: "state" (read at each), "change feed" alone
+    # (an operator that only puts new keys), "state and change feed" (two back, replayed)
+    earlier_rows_source: str = "state"
 
     def __getattr__(self, name: str):
         if name in REPORTED_FIGURES:
@@ -85,7 +89,8 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
 
     Rows and bytes come from one scan per unit (``inspection.inspect_stores``). What the older kept
     version holds comes from the batch's own changes (the state change feed: keys put and removed)
-    and the row counts of the two batches before, read in one Spark job each. Units are the
+    and the row counts of the two batches before, in one Spark job (from the feed alone, or the
+    state two batches back replayed through it, where that is exact; else read). Units are the
     operator model's (a join in state format 3 by side, transformWithState by variable); a unit
     Spark's reader refuses is listed in ``unreadable`` instead of failing the measurement.
     """
@@ -101,17 +106,28 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
     earlier = [b for b in (batch - 1, batch - 2) if b >= lo]
     snapshots = {r.label: _snapshot_versions(ckpt, r, batch) if restarted_each_batch else {}
                  for r in reports}
-    from_feed = {r.label for r in reports if _new_keys_only(ckpt, r)}
-    wanted = {r.label: (set() if r.label in from_feed else set(earlier))
+    from_feed = {r.label for r in reports if EARLIER_ROWS_FROM_CHANGES and _new_keys_only(ckpt, r)}
+    # Elsewhere with a change feed and both batches before retained: the state two batches back,
+    # replayed through the feed of the batch between (one state read instead of two).
+    replayed = {r.label for r in reports if EARLIER_ROWS_FROM_CHANGES and len(earlier) == 2
+                and r.label not in from_feed and serves_change_feed(ckpt, r)}
+    wanted = {r.label: (set() if r.label in from_feed | replayed else set(earlier))
               | {v - 1 for v in snapshots[r.label].values() if lo <= v - 1 < batch - 1}
               for r in reports}
-    counts, changes, fed = (_history(ckpt, reports, wanted, max(lo, batch - 1), batch)
+    counts, changes, fed = (_history(ckpt, reports, wanted, max(lo, batch - 1), batch,
+                                     replay_from=batch - 2 if replayed else None,
+                                     replayed=replayed)
                             if reports else ({}, {}, set()))
     derived = [r for r in reports if r.label in from_feed]
+    unsure = [r for r in reports if r.label in replayed
+              and any(k[0] == _MIXED + r.label for k in counts)]
     if not _rows_before_from_changes(derived, earlier, batch, changes, counts):
         # A count below zero: the feed does not add up as a deduplication's would. Read them.
-        from_feed = set()
-        more, _, _ = _history(ckpt, derived, {r.label: set(earlier) for r in derived}, batch,
+        from_feed, unsure = set(), unsure + derived
+    labels = {r.label for r in unsure}
+    if unsure:  # (or a key both put and removed in the batch replayed: order unknown)
+        counts = {k: v for k, v in counts.items() if not (k[0] in labels and k[1] in earlier)}
+        more, _, _ = _history(ckpt, unsure, {r.label: set(earlier) for r in unsure}, batch,
                               batch, with_changes=False)
         counts.update(more)
 
@@ -145,8 +161,9 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
             estimate = estimate + estimate_partition(part, key_avg, value_avg, layout, checksum,
                                                      versions)
         churn = "change feed" if report.label in fed else "row counts"
-        out.append(StoreMeasurement(report, churn, parts, estimate,
-                                    "change feed" if report.label in from_feed else "state"))
+        source = ("change feed" if report.label in from_feed else "state and change feed"
+                  if report.label in replayed - labels else "state")
+        out.append(StoreMeasurement(report, churn, parts, estimate, source))
     return CheckpointMeasurement(batch, out, unreadable)
 
 
@@ -168,13 +185,19 @@ def disk_totals(measurements: list[StoreMeasurement]) -> dict:
             "retained": sum(d.get("retained_bytes", 0) for d in folders.values())}
 
 
+_MIXED = "mixed:"  # keys a replayed batch both put and removed: the feed does not order them
+
+
 def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int,
-             with_changes: bool = True):
+             with_changes: bool = True, replay_from: int | None = None,
+             replayed: set = frozenset()):
     """In one Spark job: rows per (unit label, batch, partition) at the asked batches, and the
     distinct keys put and removed per (unit label, batch, partition) in ``first_change`` ..
     ``last_change`` from the state change feed, for the units Spark serves one
     (:func:`~state_runbooks.operators.serves_change_feed`; not with ``with_changes=False``).
-    Returns ``(rows, changes, labels with a change feed)``."""
+    The ``replayed`` units' rows at ``replay_from`` and the batch after come from their state at
+    ``replay_from`` and that batch's changes (keys both put and removed in it counted under
+    ``_MIXED + label`` instead). Returns ``(rows, changes, labels with a change feed)``."""
     from pyspark.sql import functions as F
 
     columns = ["store", "batch_id", "partition_id", "kind", "key_hash"]
@@ -192,6 +215,8 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
                           .select(F.lit(u.label).alias("store"), "batch_id", "partition_id",
                                   F.col("change_type").alias("kind"),
                                   F.xxhash64("key").alias("key_hash")))
+    frames += [_replay(ckpt, u, replay_from).select(*columns) for u in units
+               if u.label in replayed]
     if not frames:
         return {}, {}, fed
     combined = reduce(lambda a, b: a.unionByName(b), frames)
@@ -210,6 +235,36 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
             changes[key] = ((int(r["keys"]), removed) if r["kind"] == "update"
                             else (put, int(r["keys"])))
     return rows, changes, fed
+
+
+def _replay(ckpt, unit, first: int):
+    """A row per key present in ``unit`` (a store read by its name) at ``first`` and at
+    ``first + 1`` (``store``,
+    ``batch_id``, ``partition_id``, ``kind`` "rows"): its state at ``first``, then the next
+    batch's puts and removes; a key that batch both put and removed comes out as ``_MIXED``."""
+    from pyspark.sql import functions as F
+
+    key = F.xxhash64("key").alias("key_hash")
+    events = read_state(ckpt, unit.operator_id, unit.store_name, first).select(
+        "partition_id", key, F.lit(1).alias("held"), F.lit(0).alias("put"),
+        F.lit(0).alias("removed")).unionByName(
+        read_state_changes(ckpt, unit.operator_id, unit.store_name, first + 1, first + 1).select(
+            "partition_id", key, F.lit(0).alias("held"),
+            (F.col("change_type") == "update").cast("int").alias("put"),
+            (F.col("change_type") == "delete").cast("int").alias("removed")))
+    per_key = events.groupBy("partition_id", "key_hash").agg(
+        *[F.max(c).alias(c) for c in ("held", "put", "removed")])
+    held, put, removed = (F.col(c) == 1 for c in ("held", "put", "removed"))
+    label = F.lit(unit.label)
+    rows = F.filter(F.array(
+        F.when(held, F.struct(F.lit(first).cast("long").alias("batch_id"), label.alias("store"))),
+        F.when(put & removed, F.struct(F.lit(first + 1).cast("long").alias("batch_id"),
+                                       F.lit(_MIXED + unit.label).alias("store")))
+        .when((held | put) & ~removed, F.struct(F.lit(first + 1).cast("long").alias("batch_id"),
+                                                label.alias("store")))), lambda x: x.isNotNull())
+    return per_key.select("partition_id", F.explode(rows).alias("r")).select(
+        "r.store", "r.batch_id", "partition_id", F.lit("rows").alias("kind"),
+        F.lit(None).cast("long").alias("key_hash"))
 
 
 def _new_keys_only(ckpt, report) -> bool:

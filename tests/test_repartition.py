@@ -88,8 +88,18 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
     done = rp.repartition(ckpt, 3, dry_run=False, backup_dir=str(backup), checks=checks,
                           before=scans)
     assert done.applied and done.verified and done.rows_equal and not done.auto_undone, done.lines
-    assert backup.is_dir() and json.loads((backup / "journal.json").read_text())["status"] == \
-        "applied"
+    journal = json.loads((backup / "journal.json").read_text())
+    assert journal["status"] == "applied"
+    # The backup holds only what a repartition could change (Spark only adds files: offsets,
+    # commits, new state versions), copied: the query and operator metadata and state schemas;
+    # every other file is in the journal's manifest (path, size, time), which the verification
+    # and undo check. Nothing of the state versions, offsets or commits is copied.
+    copied = {str(f.relative_to(backup / "copy")) for f in (backup / "copy").rglob("*")
+              if f.is_file()}
+    assert copied and all(rel == "metadata" or rel == ".metadata.crc" or "/_metadata/" in rel
+                          for rel in copied), copied
+    assert {m["path"]: m["size"] for m in journal["manifest"]} == {
+        rel: (Path(path) / rel).stat().st_size for rel in original}
     ckpt.refresh()
     assert rp.current_partitions(ckpt) == 3 and ckpt.last_committed_batch_id == 3
     assert key_value_rows(spark, path) == rows_before  # read by Spark's reader, not checksums

@@ -31,6 +31,7 @@ def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch:
                        "value_bytes": m.value_bytes, "rows_per_partition": m.rows_per_partition,
                        "payload_bytes_per_partition": m.payload_bytes_per_partition,
                        "disk_bytes": m.disk, "churn_source": m.churn_source,
+                       "earlier_rows_source": m.earlier_rows_source,
                        **{f"estimate_{k}": v for k, v in m.estimate.as_dict().items()
                           if k not in ("rows", "payload_bytes")}}
                       for m in measurements],

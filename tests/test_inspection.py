@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from state_runbooks import inspection
+from state_runbooks import inspection, state_growth
 from state_runbooks.checkpoint import Checkpoint
 from state_runbooks.errors import RunbookError
 from state_runbooks.operators import StateUnit
@@ -20,7 +20,7 @@ def test_skew_ratio_counts_empty_partitions(rows, ratio):
 @pytest.mark.parametrize("first,last,points,expected", [
     (0, 3, 12, [0, 1, 2, 3]), (5, 5, 12, [5]), (0, 99, 5, [0, 25, 50, 74, 99]), (0, 9, 1, [9])])
 def test_sample_batches(first, last, points, expected):
-    assert inspection.sample_batches(first, last, points) == expected
+    assert state_growth.sample_batches(first, last, points) == expected
 
 
 @pytest.mark.parametrize("provider", ["hdfs", "rocksdb", "rocksdb_changelog"])
@@ -74,11 +74,11 @@ def test_store_filter_and_unknown_store(spark, demo_factory):
 
 def test_growth_over_batches(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("two_operators").checkpoint_path)
-    table = inspection.growth(ckpt)
+    table = state_growth.growth(ckpt)
     assert list(table.index) == [0, 1, 2, 3]
     # 20 events per batch carry 10 ids; nothing is behind the 5 s watermark yet.
     assert table["1/default"].tolist() == [10, 20, 30, 40]
-    assert inspection.growth_verdicts(table)["1/default"]["only_grew"]
+    assert state_growth.growth_verdicts(table)["1/default"]["only_grew"]
 
 
 def test_checklist_on_a_query_without_watermark(spark, tmp_path):
@@ -92,7 +92,7 @@ def test_checklist_on_a_query_without_watermark(spark, tmp_path):
     ckpt = Checkpoint(spark, path)
     reports = inspection.inspect_stores(ckpt)
     items = {i.item: i for i in inspection.production_checklist(ckpt, reports,
-                                                                inspection.growth(ckpt))}
+                                                                state_growth.growth(ckpt))}
     assert items["Watermark"].status == "warn"
     assert items["State growth"].status == "warn"
     assert "8 -> 24 rows" in items["State growth"].evidence
@@ -121,7 +121,7 @@ def test_watermark_that_cannot_evict_is_flagged(spark, tmp_path):
     ckpt = Checkpoint(spark, path)
     reports = inspection.inspect_stores(ckpt)
     items = {i.item: i for i in inspection.production_checklist(ckpt, reports,
-                                                                inspection.growth(ckpt))}
+                                                                state_growth.growth(ckpt))}
     assert items["Watermark"].status == "warn"
     assert "never evicts them" in items["Watermark"].evidence
     assert items["State growth"].status == "warn"
@@ -130,7 +130,7 @@ def test_watermark_that_cannot_evict_is_flagged(spark, tmp_path):
 def test_young_query_growth_is_not_a_warning(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("two_operators").checkpoint_path)
     items = {i.item: i for i in inspection.production_checklist(
-        ckpt, inspection.inspect_stores(ckpt), inspection.growth(ckpt))}
+        ckpt, inspection.inspect_stores(ckpt), state_growth.growth(ckpt))}
     assert items["State growth"].status == "info"
     assert items["Watermark"].status == "pass"
 
@@ -138,8 +138,8 @@ def test_young_query_growth_is_not_a_warning(spark, demo_factory):
 def test_growth_reuses_the_inspected_counts(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("join").checkpoint_path)
     reports = inspection.inspect_stores(ckpt)
-    assert inspection.growth(ckpt, reports=reports).equals(inspection.growth(ckpt))
-    one_batch = inspection.growth(ckpt, max_points=1, reports=reports)
+    assert state_growth.growth(ckpt, reports=reports).equals(state_growth.growth(ckpt))
+    one_batch = state_growth.growth(ckpt, max_points=1, reports=reports)
     assert one_batch.loc[3].tolist() == [r.rows for r in reports]
 
 
@@ -156,14 +156,34 @@ def test_growth_replayed_from_the_change_feed_equals_state_reads(spark, tmp_path
     ckpt = Checkpoint(spark, run.checkpoint_path)
     lo, hi = ckpt.retained_batch_range()
     assert lo > 0, "state maintenance should have cleaned up the oldest versions"
-    table = inspection.growth(ckpt)
+    table = state_growth.growth(ckpt)
     expected = [read_state(ckpt, 0, batch_id=b).count() for b in table.index]
     assert table["0/default"].tolist() == expected
     # A replay that disagrees with the inspected batch's scan is not trusted: state reads decide.
     (report,) = inspection.inspect_stores(ckpt)
     report.rows += 1
-    recounted = inspection.growth(ckpt, reports=[report])
+    recounted = state_growth.growth(ckpt, reports=[report])
     assert recounted["0/default"].tolist() == expected[:-1] + [report.rows]
+
+
+def test_growth_from_rocksdb_snapshot_key_counts(spark, demo_factory):
+    """RocksDB without changelog writes a snapshot per version, each with the key count Spark
+    kept: growth sums them, no state loaded, and they equal Spark's reads of the state."""
+    ckpt = Checkpoint(spark, demo_factory("two_operators", "rocksdb").checkpoint_path)
+    reports = inspection.inspect_stores(ckpt)
+    table = state_growth.growth(ckpt, reports=reports)
+    assert set(table.attrs["methods"].values()) == {state_growth.KEY_COUNTS}
+    assert list(table.index) == [0, 1, 2, 3]
+    for label in table.columns:
+        op = int(label.split("/")[0])
+        assert table[label].tolist() == [read_state(ckpt, op, batch_id=b).count()
+                                         for b in table.index]
+    assert state_growth.method_lines(table) == [
+        "counted by RocksDB snapshot key counts (exact): 0/default, 1/default"]
+    # Counts that disagree with the inspected batch's scan are not trusted.
+    reports[0].rows += 1
+    methods = state_growth.growth(ckpt, reports=reports).attrs["methods"]
+    assert state_growth.KEY_COUNTS not in methods.values()
 
 
 # -- every operator shape ------------------------------------------------------------------------

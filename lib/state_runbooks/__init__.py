@@ -17,6 +17,8 @@ Modules, from the bottom up:
   changelogs (the newest state version's files decide)
 - ``operators``: what each stateful operator keeps, where, how it expires, how Spark reads it
 - ``state_reader``: state rows through Spark's ``statestore`` source; UnsafeRow sizes
+- ``state_growth``: rows per unit over the retained batches (02 and 03), exact and as cheap as the
+  checkpoint allows (RocksDB's snapshot key counts, the change feed, or state reads)
 - ``demo``: deterministic demo checkpoints on ``rate-micro-batch`` (``demo_processor``: the
   transformWithState demo's processor)
 - ``results``: ``record`` for tests, the JSON summary, ``fail_on``
@@ -34,7 +36,7 @@ Modules, from the bottom up:
   measurement (a checkpoint's units, on inspection's ``StoreReport``), recommendation,
   napkin_estimate, projection (growth), demo_comparison (estimate vs Spark's report), report
   (tables, lines, summary)
-- ``inspection`` (03_inspect_state): per-store figures, skew, hot keys, growth, checklist
+- ``inspection`` (03_inspect_state): per-store figures, skew, hot keys, expiry, checklist
 - ``join_diagnosis`` (04_diagnose_join_mismatch): why a key did not come out of a stream-stream join
 - ``recovery`` (05_recover_corrupted_state), a package: structure, loads, diagnose, plan,
   activity, apply (rollback and undo through ``safekeeping``), report, faults (for demos and tests)

@@ -1,4 +1,4 @@
-"""The inspect-state runbook's logic: per-unit figures, skew, hot keys, expiry, growth, checklist.
+"""The inspect-state runbook's logic: per-unit figures, skew, hot keys, expiry, checklist.
 
 A unit is what Spark's ``statestore`` reader reads (``operators.state_units``): a store, a join
 side's store, a state variable of transformWithState or its registered timers.
@@ -6,14 +6,14 @@ side's store, a state variable of transformWithState or its registered timers.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from functools import reduce
 
 from .checkpoint import Checkpoint, StoreInfo, batch_ranges
 from .errors import RunbookError, spark_errors
 from .formatting import format_utc
-from .operators import (StateUnit, find_unit, is_reader_limit, operator_model, serves_change_feed,
+from .operators import (StateUnit, find_unit, is_reader_limit, matches_store, operator_model,
                         state_units)
-from .state_reader import read_unit, union_over_batches, unsafe_row_size
+from .state_growth import growth, growth_verdicts  # noqa: F401 - growth: until 02 imports it from state_growth
+from .state_reader import read_unit, unsafe_row_size
 
 # Thresholds of the production checklist, in one place so the playbooks can quote them.
 SKEW_WARNING_RATIO = 2.0  # max rows in a partition / mean rows per partition
@@ -303,17 +303,13 @@ def inspect_store(ckpt: Checkpoint, store: StoreInfo, batch_id: int, top_keys: i
     return inspect_unit(ckpt, unit, batch_id, top_keys)
 
 
-def _matches(unit: StateUnit, store_name: str) -> bool:
-    return not store_name or store_name in (unit.store_name, unit.state_variable)
-
-
 def inspect_stores(ckpt: Checkpoint, batch_id: int = -1, operator_id: int = -1,
                    store_name: str = "", top_keys: int = 5) -> list[StoreReport]:
     """Reports for every unit (or one operator's, or one store's or state variable's) at a batch
     (-1: last committed). A unit Spark cannot read gets a report with its error, not an
     exception: the other units are still inspected."""
     batch = ckpt.resolve_batch(batch_id, operator_id)
-    units = [u for u in state_units(ckpt, operator_id) if _matches(u, store_name)]
+    units = [u for u in state_units(ckpt, operator_id) if matches_store(u, store_name)]
     if not units:
         valid = sorted({u.state_variable or u.store_name for u in state_units(ckpt, operator_id)})
         where = "no operator" if operator_id == -1 else f"operator {operator_id}"
@@ -328,152 +324,6 @@ def inspect_stores(ckpt: Checkpoint, batch_id: int = -1, operator_id: int = -1,
                 raise
             reports.append(unreadable_report(ckpt, unit, batch, error))
     return reports
-
-
-def sample_batches(first: int, last: int, max_points: int) -> list[int]:
-    """Up to ``max_points`` batch ids spread evenly over ``first..last``, always with both ends."""
-    if max_points < 2 or last - first + 1 <= max_points:
-        return list(range(first, last + 1)) if max_points >= 2 else [last]
-    step = (last - first) / (max_points - 1)
-    return sorted({first + round(i * step) for i in range(max_points)})
-
-
-def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_points: int = 12,
-           reports: list[StoreReport] | None = None):
-    """Rows per unit at up to ``max_points`` retained batches, as a pandas DataFrame (index
-    ``batch_id``, one column per unit), computed in a single Spark job. Counts already known from
-    ``reports`` (the inspected batch) are reused instead of scanned again; units those reports
-    found unreadable are left out.
-
-    A unit with a state change feed (HDFS-backed provider, RocksDB with changelog checkpointing)
-    is counted from its state at the first sampled batch and the feed's puts and deletes after it
-    (:func:`_replay_presence`): one pass over the retained changes instead of loading every
-    partition's state once per sampled batch. Counts stay exact: where the replay cannot be
-    trusted (a key put and deleted in one batch, or a count that differs from the inspected
-    batch's scan) the unit is counted again by reading its state at each sampled batch."""
-    import pandas as pd
-
-    known = {(r.label, r.batch_id): r.rows for r in reports or [] if r.readable}
-    unreadable = {r.label for r in reports or [] if not r.readable}
-    units = [u for u in state_units(ckpt, operator_id)
-             if _matches(u, store_name) and u.label not in unreadable]
-    if not units:
-        raise RunbookError(f"no readable store matches operator {operator_id} and store "
-                           f"{store_name!r}")
-    counts = {}  # (unit label, batch) -> rows
-    sampled, frames, replayed = {}, {}, {}
-    for u in units:
-        lo, hi = ckpt.retained_batch_range(u.operator_id)
-        sampled[u.label] = batches = sample_batches(lo, hi, max_points)
-        for b in batches:
-            counts[(u.label, b)] = known.get((u.label, b), 0)
-        to_scan = [b for b in batches if (u.label, b) not in known]
-        if len(to_scan) > 1 and serves_change_feed(ckpt, u):
-            replayed[u.label] = _replay_presence(ckpt, u, lo, batches)
-        elif to_scan:
-            frames[u.label] = _state_rows_at(ckpt, u, to_scan)
-    found: dict = {}
-    if _count_rows(list(frames.values()) + list(replayed.values()), found):
-        found = {}  # some unit does not load or replay: count each alone below
-        for label, frame in {**frames, **replayed}.items():
-            if _count_rows([frame], found):
-                if label in frames:
-                    unreadable.add(label)
-                else:
-                    replayed[label] = None  # recounted from its state below
-    redo = {}
-    for u in units:
-        if u.label not in replayed:
-            continue
-        mixed = any(k[0] == _MIXED + u.label for k in found)
-        differs = any(found.get((u.label, b), 0) != rows
-                      for (label, b), rows in known.items() if label == u.label)
-        if replayed[u.label] is None or mixed or differs:
-            redo[u.label] = _state_rows_at(ckpt, u, [b for b in sampled[u.label]
-                                                    if (u.label, b) not in known])
-    if redo and _count_rows(list(redo.values()), found):
-        for label, frame in redo.items():
-            if _count_rows([frame], found):
-                unreadable.add(label)
-    for (label, b), rows in found.items():
-        if (label, b) in counts and (label, b) not in known:
-            counts[(label, b)] = rows
-    # A unit whose state was empty at a batch has no row in the count: it stays 0.
-    table = pd.Series(counts).unstack(level=0).fillna(0).astype(int).sort_index()
-    table.index.name = "batch_id"
-    table.columns.name = None
-    return table[[u.label for u in units if u.label not in unreadable]]
-
-
-_MIXED = "mixed:"  # replay rows of keys both put and deleted within one batch: order unknown
-
-
-def _state_rows_at(ckpt: Checkpoint, unit: StateUnit, batches: list[int]):
-    """One row per state row of ``unit`` at each of ``batches`` (``batch_id``, ``store``)."""
-    from pyspark.sql import functions as F
-    return union_over_batches(ckpt, unit.operator_id, unit.store_name, batches,
-                              [F.lit(unit.label).alias("store")], unit.state_variable)
-
-
-def _replay_presence(ckpt: Checkpoint, unit: StateUnit, first: int, batches: list[int]):
-    """One row (``batch_id``, ``store``) per key present at each of ``batches``: the state at
-    ``first`` (none to read when ``first`` is batch 0), then each key's puts and deletes from
-    the change feed, each one holding until the key's next change. Keys both put and deleted in
-    one batch come out under ``_MIXED + label`` (the feed does not order them)."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    from .state_reader import read_state_changes
-
-    last = batches[-1]
-    start = first if first == 0 else first + 1
-    events = read_state_changes(ckpt, unit.operator_id, unit.store_name, start, last).select(
-        "partition_id", "key", "batch_id",
-        (F.col("change_type") == "update").cast("int").alias("put"))
-    if start > first:
-        events = read_unit(ckpt, unit, first).select(
-            "partition_id", "key", F.lit(first).cast("long").alias("batch_id"),
-            F.lit(1).alias("put")).unionByName(events)
-    per_batch = events.groupBy("partition_id", "key", "batch_id").agg(
-        F.max("put").alias("put"), F.min("put").alias("put_min"))
-    until = F.lead("batch_id").over(Window.partitionBy("partition_id", "key").orderBy("batch_id"))
-    spans = per_batch.select("batch_id", "put", "put_min",
-                             F.coalesce(until, F.lit(last + 1)).alias("until"))
-    samples = F.array(*[F.lit(b).cast("long") for b in batches])
-    present = spans.where("put = 1").select(
-        F.when(F.col("put_min") == 0, F.lit(_MIXED + unit.label)).otherwise(F.lit(unit.label))
-        .alias("store"),
-        F.explode(F.filter(samples, lambda b: (b >= F.col("batch_id")) & (b < F.col("until"))))
-        .alias("batch_id"))
-    return present.select("batch_id", "store")
-
-
-def _count_rows(frames: list, counts: dict) -> bool:
-    """Count rows per (batch, unit) of ``frames`` into ``counts``; True when Spark failed."""
-    if not frames:
-        return False
-    combined = reduce(lambda a, b: a.unionByName(b), frames)
-    try:
-        with spark_errors("counting state rows over the retained batches"):
-            rows = combined.groupBy("batch_id", "store").count().collect()
-    except RunbookError:
-        return True
-    for row in rows:
-        counts[(row["store"], int(row["batch_id"]))] = int(row["count"])
-    return False
-
-
-def growth_verdicts(table) -> dict[str, dict]:
-    """Per store: first and last row counts, peak, and whether it only grew: never shrank between
-    sampled batches and ended larger (no-data batches and quiet batches leave it flat)."""
-    out = {}
-    for store in table.columns:
-        series = [int(v) for v in table[store].tolist()]
-        only_grew = (len(series) >= 3 and series[-1] > series[0]
-                     and all(b >= a for a, b in zip(series, series[1:])))
-        out[store] = {"first": series[0], "last": series[-1], "peak": max(series),
-                      "only_grew": only_grew, "points": len(series)}
-    return out
 
 
 @dataclass(frozen=True)

@@ -265,6 +265,11 @@ def find_unit(ckpt: Checkpoint, operator_id: int, store_name: str = DEFAULT_STOR
     return None
 
 
+def matches_store(unit: StateUnit, store_name: str) -> bool:
+    """Whether ``unit`` is the one ``store_name`` names (a store or a state variable; empty: any)."""
+    return not store_name or store_name in (unit.store_name, unit.state_variable)
+
+
 def serves_change_feed(ckpt, unit) -> bool:
     """Whether Spark serves ``unit``'s state change feed: a store read by its name alone (not a
     state variable, not timers, not a join side kept as a column family of another store) on a

@@ -58,7 +58,7 @@ class CallCounter:
 
 def _library_steps(spark, path: str):
     """What the notebook's cells call, in order (the plots and the demo-only step aside)."""
-    from state_runbooks import inspection
+    from state_runbooks import inspection, state_growth
     from state_runbooks.checkpoint import Checkpoint
 
     times = {}
@@ -73,7 +73,7 @@ def _library_steps(spark, path: str):
     step("operators", lambda: (inspection.operators_table(ckpt), inspection.operator_lines(ckpt),
                                inspection.units_table(ckpt), inspection.retention_check(ckpt)))
     reports = step("per-store figures", lambda: inspection.inspect_stores(ckpt))
-    table = step("growth", lambda: inspection.growth(ckpt, reports=reports))
+    table = step("growth", lambda: state_growth.growth(ckpt, reports=reports))
     step("checklist", lambda: inspection.production_checklist(ckpt, reports, table))
     return times, reports
 

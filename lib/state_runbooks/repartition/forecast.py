@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..checkpoint import Checkpoint
 from ..errors import spark_errors
 from ..operators import state_units
+from ..sizing.measurement import per_core_tasks
 from ..state_reader import read_unit
 
 RULES = ("key", "key without its last field")
@@ -78,7 +79,7 @@ def scan_unit(ckpt: Checkpoint, unit, batch_id: int, num_partitions: int,
     values = [c for c in df.columns if c != "partition_id"]
     rules = _rule_hashes(df)
     pid = F.col("partition_id")
-    hashed = df.select(
+    hashed = per_core_tasks(ckpt.spark, df).select(
         pid, F.xxhash64(*values).cast("decimal(20,0)").alias("h1"),
         F.hash(*values).cast("decimal(20,0)").alias("h2"),
         *[(F.pmod(h, F.lit(num_partitions)) != pid).cast("int").alias(f"m{i}")

@@ -219,7 +219,7 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
                if u.label in replayed]
     if not frames:
         return {}, {}, fed
-    combined = reduce(lambda a, b: a.unionByName(b), frames)
+    combined = per_core_tasks(ckpt.spark, reduce(lambda a, b: a.unionByName(b), frames))
     counted = combined.groupBy(*columns[:4]).agg(F.count(F.lit(1)).alias("rows"),
                                                  F.countDistinct("key_hash").alias("keys"))
     with spark_errors(f"reading earlier row counts and the changes of batches {first_change}.."
@@ -237,6 +237,21 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
     return rows, changes, fed
 
 
+TASKS_PER_CORE = 2
+
+
+def per_core_tasks(spark, df):
+    """``df`` read by a few tasks per core of a classic session instead of one per state partition
+    (and per batch and store): each task then reads several small partitions in turn. Seen on
+    local[2] over 200 partitions: a change feed of two batches in 1.3-2 s instead of 3.5-4 s, a
+    state read in 3.6-4.3 s instead of 5.7-6.3 s. On Spark Connect (no core count here), as is."""
+    from ..session import is_connect
+
+    if is_connect(spark):
+        return df
+    return df.coalesce(TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+
+
 def _replay(ckpt, unit, first: int):
     """A row per key present in ``unit`` (a store read by its name) at ``first`` and at
     ``first + 1`` (``store``,
@@ -252,7 +267,7 @@ def _replay(ckpt, unit, first: int):
             "partition_id", key, F.lit(0).alias("held"),
             (F.col("change_type") == "update").cast("int").alias("put"),
             (F.col("change_type") == "delete").cast("int").alias("removed")))
-    per_key = events.groupBy("partition_id", "key_hash").agg(
+    per_key = per_core_tasks(ckpt.spark, events).groupBy("partition_id", "key_hash").agg(
         *[F.max(c).alias(c) for c in ("held", "put", "removed")])
     held, put, removed = (F.col(c) == 1 for c in ("held", "put", "removed"))
     label = F.lit(unit.label)

@@ -8,13 +8,15 @@ side: the event times and ``matched`` of every row it held, when it first arrive
 the state of the diagnosed batch, and if not, in which batch the watermark removed it.
 
 Each key gets one category, its root cause, decided on that evidence (see ``CATEGORIES``). All keys
-are classified by one Spark aggregation of scalars over both sides, so it scales with the state;
-only the keys shown are collected, with their rows in the state of the diagnosed batch.
+are classified by one Spark aggregation over both sides' history and the state of the diagnosed
+batch, read in one pass and kept by Spark (``key_history``): the time bounds, the counts, the
+examples and the keys asked about all reuse it. Only the keys shown are collected.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import weakref
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -254,16 +256,17 @@ def time_bounds_from_checkpoint(ckpt: Checkpoint, spec: JoinSpec, batch: int) ->
     """Read the time bounds of the join condition from the watermark's evictions (Spark does not
     store the condition itself): for each side, the rows of the state of ``batch`` (not evicted
     by its watermark) and the rows removed in each earlier batch (evicted by that batch's
-    watermark), in two small Spark jobs. One-line RunbookError when they cannot tell."""
+    watermark). Both come from the keys' history (:func:`key_history`), which the classification
+    then reuses. One-line RunbookError when they cannot tell."""
     from pyspark.sql import functions as F
     method = history_method(ckpt, spec.operator_id)
     start, _ = ckpt.retained_batch_range(spec.operator_id)
+    history = key_history(ckpt, spec, batch, method, start)
     with spark_errors("reading the join's evictions to find its time bounds"):
-        kept = {bool(r["is_left"]): r["t"] for r in state_rows(ckpt, spec, batch)
-                .groupBy("is_left").agg(F.min("t").alias("t")).collect()}
-        agg = _aggregate(history_rows(ckpt, spec, batch, method, start), spec, batch, method)
+        earliest = history.agg(F.min("l_tmin_now"), F.min("r_tmin_now")).first()
+        kept = {True: earliest[0], False: earliest[1]}
         removed = reduce(lambda a, b: a.unionByName(b), [
-            agg.where(~F.col(f"{p}_present") & F.col(f"{p}_seen")).select(
+            history.where(~F.col(f"{p}_present") & F.col(f"{p}_seen")).select(
                 F.lit(p == "l").alias("is_left"), F.col(f"{p}_gone").alias("batch"),
                 F.col(f"{p}_tmax").alias("t")) for p in ("l", "r")])
         evicted = removed.groupBy("is_left", "batch").agg(F.max("t").alias("t")).collect()
@@ -399,14 +402,42 @@ def state_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int):
                    0, batch, False) for s in SIDES])
 
 
+def classification_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
+    """Everything the classification reads, as one DataFrame: the history (``history_rows``) and,
+    with the change feed, the state of ``batch`` itself (source 0), which says exactly which rows
+    are there now (the retained batches' history holds that state already)."""
+    rows = history_rows(ckpt, spec, batch, method, start)
+    if method == CHANGE_FEED:
+        rows = rows.unionByName(state_rows(ckpt, spec, batch))
+    return rows
+
+
 # -- classification ------------------------------------------------------------------------------
-UNDECIDED = "_undecided"  # both sides seen, and min/max event times cannot tell whether a pair fits
+# Per checkpoint object, the per-key histories already read (see key_history).
+_HISTORIES: "weakref.WeakKeyDictionary[Checkpoint, dict]" = weakref.WeakKeyDictionary()
+
+
+def key_history(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
+    """The per-key figures of ``classification_rows`` (:func:`_aggregate`), kept by Spark
+    (memory, spilling to disk; nothing collected) for as long as ``ckpt`` lives: the time bounds,
+    the counts, the examples and the keys asked about all read the state and its history once.
+    A committed batch's state never changes, so the figures stay true while the query runs on."""
+    from pyspark import StorageLevel
+    memo = _HISTORIES.setdefault(ckpt, {})
+    key = (spec.operator_id, spec.key_fields, spec.left.time_column, spec.right.time_column,
+           batch, method, start)
+    if key not in memo:
+        rows = classification_rows(ckpt, spec, batch, method, start)
+        memo[key] = _aggregate(rows, spec, batch, method).persist(StorageLevel.MEMORY_AND_DISK)
+        weakref.finalize(ckpt, memo[key].unpersist).atexit = False
+    return memo[key]
 
 
 def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
-    """Per join key and side, scalars only (a hash aggregation, cheap at any size): whether the
-    side is in the state at ``batch``, earliest and latest event time seen, matched, first batch
-    seen, and the batch that removed it.
+    """Per join key and side (a hash aggregation, cheap at any size): whether the side is in the
+    state at ``batch``, earliest and latest event time seen, matched, first batch seen, the batch
+    that removed it, its distinct event times (for the exact pair check and the evidence), and the
+    rows of the state of ``batch``: how many, their earliest and latest event time.
 
     A key's rows sit in slots 0..n-1 of ``keyWithIndexToValue``: Spark appends at slot n and, when
     it evicts a row, moves the last row into the freed slot and deletes the last slot. So a key is
@@ -417,14 +448,19 @@ def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
     from pyspark.sql import functions as F
     kept = ~F.col("is_delete")
     slot0 = F.col("idx") == 0
+    if method == CHANGE_FEED:
+        history, now = F.col("src") == 1, F.col("src") == 0
+    else:
+        history, now = F.lit(True), F.col("batch") == batch
     aggs = []
-    for p, on in (("l", F.col("is_left")), ("r", ~F.col("is_left"))):
+    for p, side in (("l", F.col("is_left")), ("r", ~F.col("is_left"))):
+        on, here = side & history, side & now
         if method == CHANGE_FEED:
             aggs += [F.max(F.when(on & slot0 & kept, F.col("batch"))).alias(f"{p}_put0"),
                      F.max(F.when(on & slot0 & F.col("is_delete"), F.col("batch")))
                      .alias(f"{p}_gone")]
         else:
-            aggs += [F.max(F.when(on & (F.col("batch") == batch), True)).alias(f"{p}_present"),
+            aggs += [F.max(F.when(here, True)).alias(f"{p}_present"),
                      (F.max(F.when(on, F.col("batch"))) + 1).alias(f"{p}_gone")]
         aggs += [
             F.max(F.when(on & kept, True)).alias(f"{p}_seen"),
@@ -433,6 +469,10 @@ def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
             F.max(F.when(on, F.col("m"))).alias(f"{p}_matched"),
             F.min(F.when(on & kept, F.col("batch"))).alias(f"{p}_first"),
             F.min(F.when(on & F.col("m"), F.col("batch"))).alias(f"{p}_first_matched"),
+            F.array_sort(F.collect_set(F.when(on & kept, F.col("t")))).alias(f"{p}_times"),
+            F.count(F.when(here, True)).alias(f"{p}_rows_now"),
+            F.min(F.when(here, F.col("t"))).alias(f"{p}_tmin_now"),
+            F.max(F.when(here, F.col("t"))).alias(f"{p}_tmax_now"),
         ]
     agg = rows.groupBy(*[f"k_{f}" for f in spec.key_fields]).agg(*aggs)
     if method == CHANGE_FEED:
@@ -446,7 +486,7 @@ def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
     return agg
 
 
-def _with_category(agg, spec: JoinSpec, batch: int, exact_pair: str | None = None):
+def _with_category(agg, spec: JoinSpec, batch: int):
     """The category of each key (see ``CATEGORIES``), decided in this order."""
     from pyspark.sql import functions as F
     lower_ms = int(round(spec.lower_bound_seconds * 1000))
@@ -457,20 +497,20 @@ def _with_category(agg, spec: JoinSpec, batch: int, exact_pair: str | None = Non
     l_seen, r_seen = F.col("l_seen"), F.col("r_seen")
     both = l_seen & r_seen
     # left time - right time over all pairs lies in [gap_min, gap_max]; the condition allows
-    # [-lower, +upper]. Disjoint: no pair fits. One time per side: the gap is exact.
+    # [-lower, +upper]. Disjoint: no pair fits. One time per side: the gap is exact. Otherwise
+    # (rare: several times on both sides) each pair of the key's distinct times is checked.
     gap_min, gap_max = F.col("l_tmin") - F.col("r_tmax"), F.col("l_tmax") - F.col("r_tmin")
     disjoint = (gap_max < -lower_ms) | (gap_min > upper_ms)
     single = (F.col("l_tmin") == F.col("l_tmax")) & (F.col("r_tmin") == F.col("r_tmax"))
-    pair_fits = F.when(disjoint, False).when(single, True)
-    if exact_pair:
-        pair_fits = pair_fits.otherwise(F.col(exact_pair))
+    some_pair = F.exists("l_times", lambda lt: F.exists(
+        "r_times", lambda rt: (lt >= rt - lower_ms) & (lt <= rt + upper_ms)))
+    pair_fits = F.when(disjoint, False).when(single, True).otherwise(some_pair)
     never = F.lit(batch + 1)
     together = ((F.coalesce("l_removed", never) > F.coalesce("r_first", never))
                 & (F.coalesce("r_removed", never) > F.coalesce("l_first", never)))
     matched = F.coalesce("l_matched", F.lit(False)) | F.coalesce("r_matched", F.lit(False))
     category = (F.when(matched, "joined")
                 .when(~l_seen & ~r_seen, "never_seen")
-                .when(both & pair_fits.isNull(), UNDECIDED)
                 .when(both & ~pair_fits, "outside_time_bounds")
                 .when(both & together, "unmatched_within_bounds")
                 .when(both, "evicted_by_watermark")
@@ -480,60 +520,18 @@ def _with_category(agg, spec: JoinSpec, batch: int, exact_pair: str | None = Non
     return agg.withColumn("category", category)
 
 
-def _exact_pairs(rows, spec: JoinSpec):
-    """For the keys in ``rows``: whether some (left, right) pair satisfies the time condition,
-    checked pair by pair on each key's distinct event times."""
-    from pyspark.sql import functions as F
-    lower_ms = int(round(spec.lower_bound_seconds * 1000))
-    upper_ms = int(round(spec.upper_bound_seconds * 1000))
-    kept = ~F.col("is_delete")
-    times = rows.groupBy(*[f"k_{f}" for f in spec.key_fields]).agg(
-        F.collect_set(F.when(F.col("is_left") & kept, F.col("t"))).alias("lt"),
-        F.collect_set(F.when(~F.col("is_left") & kept, F.col("t"))).alias("rt"))
-    fits = F.exists("lt", lambda lt: F.exists(
-        "rt", lambda rt: (lt >= rt - lower_ms) & (lt <= rt + upper_ms)))
-    return times.select(*[f"k_{f}" for f in spec.key_fields], fits.alias("pair_fits"))
-
-
-def _decide_pairs(rows, agg, per_key, spec: JoinSpec, batch: int):
-    """``per_key`` with the undecided keys decided by the exact pair check."""
-    from pyspark.sql import functions as F
-    keys = [f"k_{f}" for f in spec.key_fields]
-    undecided = per_key.where(F.col("category") == UNDECIDED).select(*keys)
-    pairs = _exact_pairs(rows.join(undecided, keys, "left_semi"), spec)
-    return _with_category(agg.join(pairs, keys, "left"), spec, batch, "pair_fits")
-
-
 def classify(rows, spec: JoinSpec, batch: int, method: str, action: str = "classifying"):
-    """``(per_key, counts)``: one row per key with its evidence columns and category, and the
-    number of keys per category. Min/max event times decide almost every key; the few keys with
-    several event times on both sides that they cannot decide get the exact pair check.
+    """``(per_key, counts)`` of any ``rows`` in the shape of ``classification_rows``: one row per
+    key with its evidence columns and category, and the number of keys per category."""
+    return _classified(_aggregate(rows, spec, batch, method), spec, batch, action)
 
-    ``per_key`` is not cached: the lookups that follow (examples, keys asked about) are rare and
-    cheaper to recompute than caching every key is to write."""
-    agg = _aggregate(rows, spec, batch, method)
+
+def _classified(agg, spec: JoinSpec, batch: int, action: str):
     per_key = _with_category(agg, spec, batch)
-    counts = _count(per_key, action)
-    if counts.get(UNDECIDED):
-        per_key = _decide_pairs(rows, agg, per_key, spec, batch)
-        counts = _count(per_key, action)
-    return per_key, {c: counts.get(c, 0) for c in CATEGORIES}
-
-
-def classify_rows(rows, spec: JoinSpec, batch: int, method: str) -> list:
-    """The classified keys of a small ``rows`` (a few keys), collected: one job, rarely two."""
-    agg = _aggregate(rows, spec, batch, method)
-    per_key = _with_category(agg, spec, batch)
-    collected = per_key.collect()
-    if any(r["category"] == UNDECIDED for r in collected):
-        collected = _decide_pairs(rows, agg, per_key, spec, batch).collect()
-    return collected
-
-
-def _count(per_key, action: str) -> dict:
     with spark_errors(action):
-        return {r["category"]: int(r["count"])
-                for r in per_key.groupBy("category").count().collect()}
+        counts = {r["category"]: int(r["count"])
+                  for r in per_key.groupBy("category").count().collect()}
+    return per_key, {c: counts.get(c, 0) for c in CATEGORIES}
 
 
 # -- results ------------------------------------------------------------------------------------
@@ -558,8 +556,7 @@ class Diagnosis:
     history_start: int  # the first batch whose changes the history covers
     watermark_ms: int  # the watermark batch ``batch_id`` applied (its offsets entry)
     next_watermark_ms: int | None  # the one it committed for the next batch (its commit)
-    rows: object  # pyspark DataFrame: history_rows (what the classification reads)
-    per_key: object  # pyspark DataFrame: one row per key with its category
+    per_key: object  # pyspark DataFrame: one row per key with its evidence and category
     counts: dict = field(default_factory=dict)  # category -> keys found in the state's history
     _watermarks: dict = field(default_factory=dict, repr=False)
 
@@ -600,7 +597,7 @@ class Diagnosis:
             raise RunbookError(f"ids_to_verify must be a list of join key values, got {ids!r}")
         wanted = list(dict.fromkeys(self._normalize(i) for i in ids))
         found = self._evidence(wanted)
-        return [found.get(key) or self._verdict(key, None, []) for key in wanted]
+        return [found.get(key) or self._verdict(key, None) for key in wanted]
 
     def examples(self, per_category: int = 3) -> list[Verdict]:
         """Up to ``per_category`` keys of each category found, the oldest first (then by key)."""
@@ -614,18 +611,14 @@ class Diagnosis:
         ranked = self.per_key.withColumn("_first", first).withColumn(
             "_n", F.row_number().over(Window.partitionBy("category").orderBy("_first", *cols)))
         with spark_errors("choosing example keys"):
-            picked = ranked.where(F.col("_n") <= per_category).select(
-                "category", "_n", *cols).collect()
+            picked = ranked.where(F.col("_n") <= per_category).drop("_first").collect()
         order = list(CATEGORIES)
         picked.sort(key=lambda r: (order.index(r["category"]), r["_n"]))
-        keys = [tuple(r[c] for c in cols) for r in picked]
-        found = self._evidence(keys)
-        return [found[k] for k in keys]
+        return [self._verdict(tuple(r[c] for c in cols), r) for r in picked]
 
     # -- evidence --------------------------------------------------------------------------------
     def _evidence(self, keys: list[tuple]) -> dict:
-        """Verdicts of the keys found in the state's history: their history rows classified the
-        same way as every key, and their rows in the state of the diagnosed batch."""
+        """Verdicts of the keys found in the state's history, from their rows of ``per_key``."""
         from pyspark.sql import functions as F
         if not keys:
             return {}
@@ -633,50 +626,35 @@ class Diagnosis:
         match = reduce(lambda a, b: a | b, [
             reduce(lambda x, y: x & y, [F.col(c) == F.lit(v) for c, v in zip(cols, key)])
             for key in keys])
-        with spark_errors("reading the rows of the keys shown"):
-            history = self.rows.where(match).collect()
-            if not history:
-                return {}
-            if self.method == RETAINED_BATCHES:
-                now = [r for r in history if r["batch"] == self.batch_id]
-            else:
-                now = state_rows(self.checkpoint, self.spec, self.batch_id).where(match).collect()
-        sub = self.checkpoint.spark.createDataFrame(history, self.rows.schema)
-        with spark_errors("classifying the keys shown"):
-            classified = classify_rows(sub, self.spec, self.batch_id, self.method)
+        with spark_errors("reading the evidence of the keys shown"):
+            found = self.per_key.where(match).collect()
+        return {tuple(r[c] for c in cols): self._verdict(tuple(r[c] for c in cols), r)
+                for r in found}
 
-        def of(rows, key):
-            return [r for r in rows if tuple(r[c] for c in cols) == key]
-
-        verdicts = {}
-        for agg in classified:
-            key = tuple(agg[c] for c in cols)
-            verdicts[key] = self._verdict(key, agg, of(history, key), of(now, key))
-        return verdicts
-
-    def _side_evidence(self, agg, history: list, now: list, p: str) -> dict:
-        is_left = p == "l"
-        seen = [r for r in history if r["is_left"] == is_left and not r["is_delete"]]
-        here = [r for r in now if r["is_left"] == is_left]
-        removed = agg[f"{p}_removed"] if agg is not None else None
+    def _side_evidence(self, agg, p: str) -> dict:
+        if agg is None:
+            return {"rows_now": 0, "times": [], "matched": False, "first_batch": None,
+                    "removed_batch": None, "removed_at_watermark": None, "_tmax_now": None,
+                    "_present": False}
+        removed = agg[f"{p}_removed"]
         return {
-            "rows_now": len(here),
-            "times": [format_utc(t, zone=False) for t in sorted({r["t"] for r in seen})],
-            "matched": bool(agg[f"{p}_matched"]) if agg is not None else False,
-            "first_batch": agg[f"{p}_first"] if agg is not None else None,
+            "rows_now": int(agg[f"{p}_rows_now"]),
+            "times": [format_utc(t, zone=False) for t in agg[f"{p}_times"]],
+            "matched": bool(agg[f"{p}_matched"]),
+            "first_batch": agg[f"{p}_first"],
             "removed_batch": removed,
             "removed_at_watermark": (format_utc(self.watermark_at(removed), zone=False)
                                      if removed is not None else None),
-            "_times_now": sorted(r["t"] for r in here),
-            "_present": bool(agg[f"{p}_present"]) if agg is not None else False,
+            "_tmax_now": agg[f"{p}_tmax_now"],
+            "_present": bool(agg[f"{p}_present"]),
         }
 
-    def _verdict(self, key: tuple, agg, history: list, now: list | None = None) -> Verdict:
+    def _verdict(self, key: tuple, agg) -> Verdict:
+        """A key's verdict from its row of ``per_key`` (None: the key is not in the history)."""
         spec = self.spec
-        now = now or []
         category = agg["category"] if agg is not None else "never_seen"
-        left = self._side_evidence(agg, history, now, "l")
-        right = self._side_evidence(agg, history, now, "r")
+        left = self._side_evidence(agg, "l")
+        right = self._side_evidence(agg, "r")
         evidence = {"batch_id": self.batch_id,
                     "watermark": format_utc(self.watermark_ms, zone=False),
                     "next_watermark": format_utc(self.next_watermark_ms, zone=False),
@@ -687,10 +665,8 @@ class Diagnosis:
                 evidence["warning"] = (f"the history says the {name} side is "
                                        f"{'' if side['_present'] else 'not '}in the state of batch "
                                        f"{self.batch_id}, the state itself says otherwise")
-        left_ms = sorted({r["t"] for r in history if r["is_left"] and not r["is_delete"]})
-        right_ms = sorted({r["t"] for r in history if not r["is_left"] and not r["is_delete"]})
-        if left_ms and right_ms:
-            gap, beyond = closest_pair(left_ms, right_ms, spec.lower_bound_seconds,
+        if agg is not None and agg["l_times"] and agg["r_times"]:
+            gap, beyond = closest_pair(agg["l_times"], agg["r_times"], spec.lower_bound_seconds,
                                        spec.upper_bound_seconds)
             evidence.update({"gap_seconds": gap,
                              "allowed_gap_seconds": [-spec.lower_bound_seconds,
@@ -699,18 +675,18 @@ class Diagnosis:
         if category == "joined":
             batches = [agg[c] for c in ("l_first_matched", "r_first_matched") if agg[c] is not None]
             evidence["matched_in_batch"] = min(batches) if batches else None
-        if category in ("waiting_for_right", "waiting_for_left") and (
-                (left if category == "waiting_for_right" else right)["_times_now"]):
+        if category in ("waiting_for_right", "waiting_for_left"):
             side, bound = ((left, spec.lower_bound_seconds) if category == "waiting_for_right"
                            else (right, spec.upper_bound_seconds))
-            # Spark evicts a row once the watermark passes its time plus the bound that lets the
-            # other side's future rows (all later than the watermark) still match it.
-            expiry = max(side["_times_now"]) + int(round(bound * 1000))
-            evidence["expires_when_watermark_passes"] = format_utc(expiry, zone=False)
-            evidence["evicted_by_next_batch"] = (self.next_watermark_ms is not None
-                                                 and self.next_watermark_ms > expiry)
+            if side["_tmax_now"] is not None:
+                # Spark evicts a row once the watermark passes its time plus the bound that lets
+                # the other side's future rows (all later than the watermark) still match it.
+                expiry = side["_tmax_now"] + int(round(bound * 1000))
+                evidence["expires_when_watermark_passes"] = format_utc(expiry, zone=False)
+                evidence["evicted_by_next_batch"] = (self.next_watermark_ms is not None
+                                                     and self.next_watermark_ms > expiry)
         for s in (left, right):
-            s.pop("_times_now")
+            s.pop("_tmax_now")
             s.pop("_present")
         return Verdict(self._key_out(key), category, evidence)
 
@@ -739,11 +715,11 @@ def diagnose(ckpt: Checkpoint, spec: JoinSpec, batch_id: int = -1, method: str =
     if not oldest <= start <= batch:
         raise RunbookError(f"history_start {start} is outside {oldest}..{batch}: the retained "
                            f"batches up to the diagnosed one")
-    rows = history_rows(ckpt, spec, batch, method, start)
-    per_key, counts = classify(rows, spec, batch, method, f"classifying the join keys of operator "
-                               f"{spec.operator_id} at batch {batch}")
+    per_key, counts = _classified(key_history(ckpt, spec, batch, method, start), spec, batch,
+                                  f"classifying the join keys of operator {spec.operator_id} at "
+                                  f"batch {batch}")
     return Diagnosis(ckpt, spec, batch, method, start, ckpt.offsets(batch).watermark_ms,
-                     ckpt.next_watermark_ms(batch), rows, per_key, counts)
+                     ckpt.next_watermark_ms(batch), per_key, counts)
 
 
 # -- pure helpers (no Spark) ----------------------------------------------------------------------

@@ -1,16 +1,21 @@
-"""04_diagnose_join_mismatch on a join state of about 500,000 rows per side (8 partitions).
+"""04_diagnose_join_mismatch at two shapes: demo scale (a join state of about 500,000 rows per side
+on 8 partitions) and production shape (a stream-stream join on 200 partitions, four stores, RocksDB
+with changelog checkpointing; built once by ``production_shape.py``).
 
-The runbook classifies every key from its history: the change feed of both sides, which also says
-which keys are in the state of the diagnosed batch. The bare side is the commonly published
-approach: the two ``keyWithIndexToValue`` stores of that batch, full-outer-joined on the key and
-classified by ``matched`` and presence.
+The runbook classifies every key from its history: the change feed of both sides and the state of
+the diagnosed batch, read in one pass. The bare side is the commonly published approach: the two
+``keyWithIndexToValue`` stores of that batch, full-outer-joined on the key and classified by
+``matched`` and presence.
 """
 from __future__ import annotations
 
+import inspect
+import textwrap
 import time
 
 ROWS_PER_BATCH = 80_000
 BATCHES = 8  # the demo's eviction horizon: the first batch's unmatched rows are evicted at batch 7
+PRODUCTION_SHAPES = ("join-rocksdb_changelog",)
 
 
 def bare_outer_join(spark, root: str, batch: int) -> dict:
@@ -29,6 +34,35 @@ def bare_outer_join(spark, root: str, batch: int) -> dict:
                 .when(F.col("left_key").isNull(), "waiting_for_left")
                 .otherwise("outside_time_bounds"))
     return {r[0]: r[1] for r in joined.groupBy(category).count().collect()}
+
+
+# The same as a process of its own: a session, the outer join at the given batch, the counts.
+BARE_PROCESS = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+""") + inspect.getsource(bare_outer_join) + textwrap.dedent("""
+    print(bare_outer_join(spark, sys.argv[1], int(sys.argv[2])))
+""")
+
+
+def _at_production_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
+    from state_runbooks.checkpoint import Checkpoint
+    ckpt = Checkpoint(ctx.spark, path)
+    batch = ckpt.resolve_batch()
+    lo, hi = ckpt.retained_batch_range()
+    parts = max(s.num_partitions for s in ckpt.stores())
+    print(f"{shape}: {parts} partitions, stores "
+          f"{', '.join(sorted(s.store_name for s in ckpt.stores()))}, retained batches {lo}..{hi}, "
+          f"{len(ckpt.state_files()):,} state files", flush=True)
+    result = ctx.notebook_vs_process(
+        f"[{shape}] whole 04 notebook under papermill (time bounds read from the checkpoint) vs a "
+        "bare process outer-joining the two sides at the batch", "04_diagnose_join_mismatch",
+        {"checkpoint_path": path}, BARE_PROCESS, [path, str(batch)], repeats=repeats)
+    result["shape"] = shape
+    return [result]
 
 
 def bench(ctx) -> list[dict]:
@@ -51,19 +85,22 @@ def bench(ctx) -> list[dict]:
           "8 partitions, HDFS-backed provider", flush=True)
 
     def runbook():
-        spec = join_diagnosis.resolve_join(ckpt, batch_id=batch,
+        # A new Checkpoint each time: the keys' history is kept per checkpoint object, and the
+        # comparison is of one whole diagnosis against one outer join.
+        fresh = Checkpoint(ctx.spark, run.checkpoint_path)
+        spec = join_diagnosis.resolve_join(fresh, batch_id=batch,
                                            lower_bound_seconds=JOIN_LOWER_BOUND_SECONDS,
                                            upper_bound_seconds=JOIN_UPPER_BOUND_SECONDS)
-        return join_diagnosis.diagnose(ckpt, spec, batch).counts
+        return join_diagnosis.diagnose(fresh, spec, batch).counts
 
     counts = runbook()
     print("categories: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()), flush=True)
     start = time.perf_counter()
-    spec = join_diagnosis.resolve_join(ckpt, batch_id=batch)
+    spec = join_diagnosis.resolve_join(Checkpoint(ctx.spark, run.checkpoint_path), batch_id=batch)
     seconds = time.perf_counter() - start
     print(f"bounds read from the checkpoint: {spec.lower_bound_seconds:g} s and "
           f"{spec.upper_bound_seconds:g} s in {seconds:.1f} s", flush=True)
-    return [
+    results = [
         ctx.report("time bounds read from the watermark's evictions", seconds, "s"),
         ctx.side_by_side(
             "classify every key (change feed of both sides) vs bare outer join of the two "
@@ -71,3 +108,7 @@ def bench(ctx) -> list[dict]:
             runbook, lambda: bare_outer_join(ctx.spark, ckpt.root, batch), target=1.5),
         ctx.report("join keys classified", sum(counts.values()), "keys"),
     ]
+    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+        results += _at_production_shape(ctx, f"production shape: {name}", path,
+                                        min(ctx.repeats, 2))
+    return results

@@ -1,4 +1,6 @@
-"""06_monitor_state on the event log of 60 micro-batches of a two-operator query (zstd, rolling)."""
+"""06_monitor_state at two shapes: demo scale (the event log of 60 micro-batches of a two-operator
+query, zstd, rolling) and production shape (the event log the join's production-shape build wrote:
+200 partitions, four stores, 30+ batches; ``production_shape.py``)."""
 from __future__ import annotations
 
 import subprocess
@@ -31,6 +33,21 @@ BARE_PYSPARK_PROCESS = textwrap.dedent("""
     print(len(progress), [op["numRowsTotal"] for op in progress[-1]["stateOperators"]])
 """)
 BATCHES = 60
+PRODUCTION_SHAPES = ("join-rocksdb_changelog",)
+
+
+def _at_production_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
+    """The whole notebook on the shape's event log, the query picked by its checkpoint's id."""
+    import production_shape
+
+    log = str(production_shape.SHAPES_BY_NAME[shape].event_log)
+    result = ctx.notebook_vs_process(
+        f"[production shape: {shape}] whole 06 notebook under papermill (event log and checkpoint) "
+        "vs a bare PySpark process reading the progress", "06_monitor_state",
+        {"event_log_path": log, "checkpoint_path": path}, BARE_PYSPARK_PROCESS, [log],
+        repeats=repeats)
+    result["shape"] = f"production shape: {shape}"
+    return [result]
 
 
 def bench(ctx) -> list[dict]:
@@ -49,7 +66,7 @@ def bench(ctx) -> list[dict]:
     pyspark_script.write_text(BARE_PYSPARK_PROCESS)
     notebook = resolve_notebook("06_monitor_state")
     app = event_log.find_applications(ctx.spark, spec["event_log_dir"])[0]
-    return [
+    results = [
         ctx.side_by_side(
             "read the log and build the history vs a bare zstd stream of progress lines",
             lambda: build_history(event_log.load(ctx.spark, spec["event_log_dir"])[0].progress),
@@ -71,3 +88,6 @@ def bench(ctx) -> list[dict]:
                                    check=True, capture_output=True),
             target=2.0, warm_up=False, repeats=3),
     ]
+    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+        results += _at_production_shape(ctx, name, path, min(ctx.repeats, 3))
+    return results

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import nbformat
 import papermill
 import pytest
 
@@ -319,8 +320,12 @@ def test_notebook_on_an_hdfs_checkpoint_warns_and_fails_on_warning(spark, demo_f
     assert summary["pinned_matches"] is False and summary["takes_effect"] is False
     assert summary["changelog_checkpointing_pinned"] is None
     assert summary["confs"][CHANGELOG_CONF] == "true"
-    assert summary["rocksdb_verified"] is True and summary["benchmark"] == {}
+    # On a given checkpoint the demonstrations run only when asked: no verification stream.
+    assert summary["rocksdb_verified"] is None and summary["benchmark"] == {}
     assert [f["code"] for f in summary["findings"]] == ["pinned_provider_differs"]
+    printed = "\n".join(o.get("text", "") for c in nbformat.read(
+        str(tmp_path / "01_enable_rocksdb.ipynb"), as_version=4).cells for o in c.get("outputs", []))
+    assert er.SKIPPED_DEMONSTRATIONS in printed and er.SKIPPED in printed
 
 
 @pytest.mark.slow
@@ -328,7 +333,8 @@ def test_notebook_on_an_hdfs_checkpoint_warns_and_fails_on_warning(spark, demo_f
 def test_notebook_on_a_rocksdb_checkpoint_with_options(spark, demo_factory, run_notebook):
     checkpoint = demo_factory("two_operators", "rocksdb").checkpoint_path
     result = run_notebook("01_enable_rocksdb", checkpoint_path=checkpoint,
-                          changelog_checkpointing=False, bounded_memory_mb=128, benchmark_rows=0)
+                          changelog_checkpointing=False, bounded_memory_mb=128, benchmark_rows=0,
+                          demonstrations=True)
     summary = result.summary
     assert summary == result.records["summary"]
     assert summary["status"] == "ok" and summary["findings"] == []

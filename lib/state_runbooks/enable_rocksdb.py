@@ -46,6 +46,11 @@ BENCH_BATCHES = 4
 MIN_BENCHMARK_ROWS = 1_000
 # Differences smaller than this (relative) are called noise in the verdict.
 NOISE_RATIO = 1.25
+# On a given checkpoint the demonstration queries run only when asked: whoever points the runbook at
+# a checkpoint wants its answer (steps 1, 3 and 4), not a lesson that takes a minute.
+SKIPPED = "skipped on a given checkpoint: pass demonstrations=True to run it"
+SKIPPED_DEMONSTRATIONS = ("demonstrations (steps 2 and 5-8) skipped on a given checkpoint: pass "
+                          "demonstrations=True to run them")
 # Pinned confs that decide how state is stored (shown next to the provider).
 STATE_CONF_MARKERS = ("stateStore", "stateFormatVersion", "shuffle.partitions",
                       "statefulOperator", "multipleWatermarkPolicy")

@@ -8,13 +8,75 @@ the ``.crc`` sidecar of the broken file (local file systems: the files point at 
 without it (as on object stores, where only Spark's loads see the damage: the bisection finds the
 batch, single-version change feed reads the file). The baseline loads every retained batch, one Spark job each, as ``load_batch`` does.
 The linear scan takes minutes, so it runs once; the diagnoses run three times.
+
+Production shape (200 partitions, 100+ retained batches; built once by ``production_shape.py``): the
+whole notebook in its default mode (diagnose, a dry run) on a healthy checkpoint under papermill,
+against a bare process asking the same question: can Spark load every store's state at the newest
+batch (a ``statestore`` count of every store at the last committed batch). What diagnose costs in
+Spark loads, JVM calls and folder listings is reported too, and the checkpoint's files are checked
+to be byte for byte the same after all runs.
 """
 from __future__ import annotations
 
+import sys
+import textwrap
 import time
+from pathlib import Path
+
+# The smallest Spark work that answers 05's question on a healthy checkpoint: every store loads at
+# the last committed batch (the reader's default batch).
+BARE_PROCESS = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    for store in sys.argv[2:]:
+        print(store, spark.read.format("statestore").option("storeName", store)
+              .load(sys.argv[1]).count())
+""")
+PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
+                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog")
 
 BATCHES = 200
 MIDDLE_VERSION = 101  # written by batch 100: batches 100..199 do not load, 99 is the last good
+
+
+def at_production_shape(ctx) -> list[dict]:
+    from bench_inspect_state import CallCounter  # beside this file
+
+    from state_runbooks import recovery
+    from state_runbooks.checkpoint import Checkpoint
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from checkpoint_trees import tree_sha  # tests/
+
+    results = []
+    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+        before = tree_sha(path)
+        ckpt = Checkpoint(ctx.spark, path)
+        stores = sorted({s.store_name for s in ckpt.stores()})
+        with CallCounter() as counted:
+            start = time.perf_counter()
+            diag = recovery.diagnose(ckpt)
+            seconds = time.perf_counter() - start
+        assert diag.nothing_broken, recovery.problem_lines(diag)
+        print(f"{name}: {diag.files_checked:,} files; diagnose in this process {seconds:.1f} s; "
+              f"{diag.content_checked:,} files' bytes compared with their sidecars", flush=True)
+        results += [
+            ctx.report(f"[{name}] diagnose: state loads (Spark jobs)", diag.loads, "loads"),
+            ctx.report(f"[{name}] diagnose: JVM calls", counted.jvm_calls, "py4j calls"),
+            ctx.report(f"[{name}] diagnose: folder listings", counted.listings, "listings"),
+            ctx.notebook_vs_process(
+                f"[production shape: {name}] whole 05 notebook (diagnose) under papermill vs a bare "
+                "process loading every store at the last committed batch", "05_recover_corrupted_state",
+                {"checkpoint_path": path}, BARE_PROCESS, [path, *stores],
+                repeats=min(ctx.repeats, 2)),
+        ]
+        assert tree_sha(path) == before, f"{name}: diagnose changed the checkpoint"
+        for r in results[-4:]:
+            r["shape"] = name
+    return results
 
 
 def bench(ctx) -> list[dict]:
@@ -65,7 +127,7 @@ def bench(ctx) -> list[dict]:
           f"(target <= 0.1x: {'within' if ratio <= 0.1 else 'OVER'})", flush=True)
     results.append({"label": "diagnose without sidecars vs linear scan", "runbook_s": median,
                     "bare_s": linear_s, "ratio": ratio, "target": 0.1})
-    return results + [with_sidecar]
+    return results + [with_sidecar] + at_production_shape(ctx)
 
 
 def ctx_time(fn) -> float:

@@ -37,7 +37,7 @@ class Diagnosis:
     retained: tuple[int, int] | None  # batches a rollback can go back to
     min_batches_to_retain: int
     files_checked: int
-    sidecars_checked: int
+    sidecars_checked: int  # files whose length was compared with their .crc sidecar
     problems: list[Problem]
     load_test: list[LoadResult]
     probes: list[Probe]
@@ -45,6 +45,9 @@ class Diagnosis:
     can_replay_from_start: bool
     offsets_after: dict = field(default_factory=dict)  # batch -> sources' offsets after it
     locating_reads: int = 0  # Spark reads that named the files at fault (after the bisection)
+    content_checked: int = 0  # files whose bytes were compared with their .crc sidecar
+    # Every file as the diagnosis listed it (sidecars included): the plan works from the same list.
+    inventory: dict = field(default_factory=dict, repr=False)
 
     @property
     def last_committed_batch_id(self) -> int | None:
@@ -85,8 +88,8 @@ class Diagnosis:
             return f"no stateful operator: there is no state to load; {logs}"
         if self.reader_limits and not self.state_does_not_load:
             units = ", ".join(f"{r.label} ({r.error_class or 'error'})" for r in self.reader_limits)
-            files = ("every file the pinned provider needs is there" +
-                     (" and matches its .crc sidecar" if self.sidecars_checked else "")
+            files = ("every file the last committed batch needs is there" +
+                     (" and matches its .crc sidecar" if self.content_checked else "")
                      if not self.problems else f"{len(self.problems)} problem(s) in the files "
                      "(see the list)")
             return (f"unknown: Spark's reader cannot read {units}, so no load can show whether "
@@ -152,7 +155,8 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
         sidecars_checked=structure.sidecars_checked, problems=problems, load_test=load_test,
         probes=probes, last_good_batch_id=last_good,
         can_replay_from_start=bool(retained) and retained[0] == 0 and last_good is None
-        and 0 in structure.offsets, offsets_after=offsets_after, locating_reads=reads)
+        and 0 in structure.offsets, offsets_after=offsets_after, locating_reads=reads,
+        content_checked=len(structure.content_checked), inventory=inventory)
 
 
 def _first_failure(results: list[LoadResult]) -> str:
@@ -210,9 +214,9 @@ def _locate(ckpt: Checkpoint, structure: Structure, unit: StateUnit, failure: Lo
     partitions = failure.partitions or tuple(on_disk)
     candidates = []
     for p in partitions:
-        chains = structure.chains.get((op, store, p), {})
-        before = set(chains.get(good + 1, [])) if good is not None else set()
-        candidates += [rel for rel in chains.get(version, []) if rel not in before]
+        key = (op, store, p)
+        before = set(structure.needs(key, good + 1) or []) if good is not None else set()
+        candidates += [rel for rel in structure.needs(key, version) or [] if rel not in before]
     incremental = sorted({_version_of(rel) for rel in candidates
                           if rel.endswith(INCREMENTAL_KINDS_SUFFIXES)})
     if incremental and structure.provider in ("hdfs", "rocksdb_changelog"):
@@ -275,9 +279,9 @@ def first_bad_file(structure: Structure, operator_id: int, store_name: str, vers
                     ) -> str | None:
     for part in structure.missing_partitions.get(operator_id, []):
         return f"state/{operator_id}/{part}"
-    for (op, store, _part), chains in sorted(structure.chains.items()):
-        if op == operator_id and store == store_name:
-            for rel in chains.get(version, []):
+    for key in sorted(structure.chains):
+        if key[:2] == (operator_id, store_name):
+            for rel in structure.needs(key, version) or []:
                 if rel not in structure.inventory or rel in structure.bad_files:
                     return rel
     return None

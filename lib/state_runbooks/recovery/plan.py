@@ -56,7 +56,9 @@ def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) 
                                f"not load (last good batch: {g if g is not None else 'none'}); "
                                "pass -1 or an older batch")
         target = target_batch_id
-    inventory = ckpt.fs.raw().walk()
+    # The files the diagnosis listed, when it diagnosed this checkpoint: no second listing.
+    inventory = (diag.inventory if diag.inventory and diag.root == ckpt.root
+                 else ckpt.fs.raw().walk())
     moves = [f"commits/{b}" for b in reversed(ckpt.commit_batch_ids) if b > target]
     moves += [f"offsets/{b}" for b in reversed(ckpt.offset_batch_ids) if b > target]
     if target == REPLAY_FROM_START:

@@ -34,8 +34,9 @@ def structure_lines(diag: Diagnosis) -> list[str]:
                  "others hold none, by design)")
         lines.append(f"operator {op['operator_id']} ({op['operator_name']}): "
                      f"{len(op['stores'])} store(s){parts}, {span}")
-    sidecars = (f", {diag.sidecars_checked} checked against their .crc sidecars"
-                if diag.sidecars_checked else "")
+    sidecars = (f"; {diag.sidecars_checked} have a .crc sidecar: every one's length compared with "
+                f"it, and the bytes of the {diag.content_checked} that the batches examined here "
+                "need" if diag.sidecars_checked else "")
     lines.append(f"{diag.files_checked} files{sidecars}")
     return lines
 

@@ -5,6 +5,10 @@ hold state), and for each retained state version the files the pinned provider n
 SST files it lists; RocksDB with changelog checkpointing: newest ``.zip`` plus the ``.changelog``
 files after it). Missing and empty files, zips that do not read, SST files of the wrong size and
 files that do not match their ``.crc`` sidecar (local file systems only) are problems.
+
+What costs a read per file is done only for the batches a verdict needs (:meth:`Structure.needs`):
+the SST files a zip lists, and the bytes of a file compared with its sidecar. A production
+checkpoint keeps 100 versions of 200 partitions; the newest batch needs a few of each.
 """
 from __future__ import annotations
 
@@ -99,7 +103,9 @@ class Structure:
         self.problems: dict[str, Problem] = {}
         self.bad_files: set[str] = set()  # present but damaged
         self.ssts: dict[str, list[tuple[str, int]] | None] = {}  # zip -> its SSTs
-        self.sidecars_checked = 0
+        self.sidecars_checked = 0  # files whose length was compared with their sidecar's
+        self.content_checked: set[str] = set()  # files whose bytes were compared with it
+        self._first_needed: dict[str, int] = {}  # state file -> first batch whose state needs it
         offsets, commits = ckpt.offset_batch_ids, ckpt.commit_batch_ids
         self.offsets, self.commits = offsets, commits
         self.last_committed = commits[-1] if commits else None
@@ -218,22 +224,24 @@ class Structure:
                 for u in range(base + 1, v + 1):
                     needed.append(by_version.get(u, {}).get(incremental,
                                                             f"{folder}/{u}.{incremental}"))
-            for rel in list(needed):
-                if rel.endswith(".zip") and rel in self.inventory:
-                    needed.extend(self._sst_paths(rel, folder, v))
-            chains[v] = needed
+            chains[v] = needed  # without the SSTs of its zips: needs() reads them
             for rel in needed:
                 if rel not in self.inventory:
                     self.add(rel, f"missing: the state of batch {v - 1} needs it", v - 1)
         return floor
 
-    def _sst_paths(self, zip_rel: str, folder: str, version: int) -> list[str]:
+    def _listed_ssts(self, zip_rel: str) -> list[tuple[str, int]] | None:
         if zip_rel not in self.ssts:
-            self.ssts[zip_rel] = zip_ssts(self.raw, zip_rel)
-        listed = self.ssts[zip_rel]
+            self.ssts[zip_rel] = zip_ssts(self.raw, zip_rel) if zip_rel in self.inventory else []
+        return self.ssts[zip_rel]
+
+    def _sst_paths(self, zip_rel: str, key: tuple) -> list[str]:
+        folder = store_folder(key[0], key[2], key[1])
+        listed = self._listed_ssts(zip_rel)
         if listed is None:
             self.bad_files.add(zip_rel)
-            self.add(zip_rel, "not a readable zip: the RocksDB snapshot is damaged", version - 1)
+            self.add(zip_rel, "not a readable zip: the RocksDB snapshot is damaged",
+                     self._first_needed.get(zip_rel))
             return []
         paths = []
         for name, size in listed:
@@ -243,23 +251,48 @@ class Structure:
             if entry is not None and entry.size != size:
                 self.bad_files.add(rel)
                 self.add(rel, f"{entry.size} bytes, but {zip_rel.rsplit('/', 1)[-1]} lists it with "
-                         f"{size} bytes", version - 1)
+                         f"{size} bytes", self._first_batch_listing(rel, key))
         return paths
 
-    # content of every file -----------------------------------------------------------------------
+    def _first_batch_listing(self, sst_rel: str, key: tuple) -> int | None:
+        """The first batch whose state needs an SST file: the oldest zip of its partition that
+        lists it (read only for a file with a problem)."""
+        name = sst_rel.rsplit("/", 1)[-1]
+        for v, needed in sorted(self.chains.get(key, {}).items()):
+            for rel in needed:
+                if rel.endswith(".zip") and any(n == name for n, _ in
+                                                self._listed_ssts(rel) or []):
+                    return v - 1
+        return None
+
+    def needs(self, key: tuple, version: int) -> list[str] | None:
+        """The files that load ``version`` of one store partition (``key``: operator, store,
+        partition), the SSTs its zips list included, each compared with its ``.crc`` sidecar
+        (once); None when the partition has no such version."""
+        needed = self.chains.get(key, {}).get(version)
+        if needed is None:
+            return None
+        full = list(needed)
+        for rel in needed:
+            if rel.endswith(".zip") and rel in self.inventory:
+                full.extend(self._sst_paths(rel, key))
+        self._check_content(full, key)
+        return full
+
+    # content of every file ----------------------------------------------------------------------
     def _check_files(self) -> None:
-        """Empty files, and files whose ``.crc`` sidecar does not match (file systems with one)."""
-        first_needed: dict[str, int] = {}
+        """Empty files, and files whose length does not match their ``.crc`` sidecar (file systems
+        with one): no file is read. The bytes are compared with the sidecar by :meth:`needs`."""
         for chains in self.chains.values():
             for v, needed in chains.items():
                 for rel in needed:
-                    first_needed[rel] = min(first_needed.get(rel, v - 1), v - 1)
+                    self._first_needed[rel] = min(self._first_needed.get(rel, v - 1), v - 1)
         checked_fs = self.ckpt.fs
         for rel, entry in self.inventory.items():
             if is_sidecar(rel) or not rel.startswith(("offsets/", "commits/", "state/",
                                                         "metadata")):
                 continue
-            batch = first_needed.get(rel, log_batch_id(rel))
+            batch = self._first_needed.get(rel, log_batch_id(rel))
             if entry.size == 0:
                 self.bad_files.add(rel)
                 self.add(rel, "empty (0 bytes)", batch)
@@ -268,13 +301,18 @@ class Structure:
             if sidecar is None or not checked_fs.has_checksum_layer:
                 continue
             self.sidecars_checked += 1
-            complaint = self._sidecar_complaint(rel, entry, sidecar, checked_fs)
+            complaint = self._length_complaint(rel, entry, sidecar)
             if complaint:
                 self.bad_files.add(rel)
-                self.add(rel, complaint, batch)
+                self.add(rel, complaint, batch if batch is not None or "/SSTs/" not in rel
+                         else self._sst_key_batch(rel))
 
-    def _sidecar_complaint(self, rel: str, entry: FileEntry, sidecar: FileEntry,
-                           checked_fs: FS) -> str | None:
+    def _sst_key_batch(self, rel: str) -> int | None:
+        parts = rel.split("/")  # state/<op>/<partition>/[<store>/]SSTs/<name>
+        store = parts[3] if len(parts) > 5 else DEFAULT_STORE
+        return self._first_batch_listing(rel, (int(parts[1]), store, int(parts[2])))
+
+    def _length_complaint(self, rel: str, entry: FileEntry, sidecar: FileEntry) -> str | None:
         per_sum = _DEFAULT_BYTES_PER_CHECKSUM
         sums = (sidecar.size - _CRC_HEADER_BYTES) // 4
         if sums != math.ceil(entry.size / per_sum):
@@ -284,9 +322,26 @@ class Structure:
             low, high = (sums - 1) * per_sum + 1, sums * per_sum
             return (f"{entry.size} bytes, but its .crc sidecar was written for {low}..{high} "
                     "bytes: the file was cut short or grew after Spark wrote it")
-        if checked_fs.verify_checksum(rel) is not None:
-            return "its bytes do not match its .crc sidecar: the file changed after Spark wrote it"
         return None
+
+    def _check_content(self, rels: list[str], key: tuple) -> None:
+        """Read each file (once) through the checksum layer: bytes that no longer match the
+        sidecar are damage."""
+        checked_fs = self.ckpt.fs
+        if not checked_fs.has_checksum_layer:
+            return
+        for rel in rels:
+            if rel in self.content_checked or rel in self.bad_files or rel not in self.inventory \
+                    or sidecar_of(rel) not in self.inventory:
+                continue
+            self.content_checked.add(rel)
+            if checked_fs.verify_checksum(rel) is not None:
+                self.bad_files.add(rel)
+                batch = self._first_needed.get(rel)
+                if batch is None and "/SSTs/" in rel:
+                    batch = self._first_batch_listing(rel, key)
+                self.add(rel, "its bytes do not match its .crc sidecar: the file changed after "
+                         "Spark wrote it", batch)
 
     # verdicts per batch --------------------------------------------------------------------------
     def batch_files_ok(self, batch: int) -> tuple[bool, str]:
@@ -295,8 +350,8 @@ class Structure:
         for op, parts in self.missing_partitions.items():
             if parts:
                 return False, f"state/{op}/{parts[0]} is missing"
-        for key, chains in self.chains.items():
-            needed = chains.get(version)
+        for key in self.chains:
+            needed = self.needs(key, version)
             if needed is None:
                 return False, f"{store_folder(key[0], key[2], key[1])} has no version {version}"
             for rel in needed:

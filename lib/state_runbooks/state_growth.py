@@ -8,8 +8,9 @@ checkpoint allows; the table's ``attrs["methods"]`` says which way each unit was
   -1 when off). Where every partition of a store has a snapshot of one version, the store's rows at
   that batch are their sum: one small Spark job reads the snapshots' metadata and no state is
   loaded. A production checkpoint keeps a snapshot every ``minDeltasForSnapshot`` (10) versions.
-- ``change feed``: the state at the first retained batch plus the feed's puts and deletes
-  (HDFS-backed provider, RocksDB with changelog checkpointing), one pass over the retained changes.
+- ``change feed``: the newest ``max_points`` batches, from the state at the first of them plus
+  the feed's puts and deletes (HDFS-backed provider, RocksDB with changelog checkpointing) in one
+  pass: its cost is one state read and a file per batch and partition, whatever the retention.
 - ``state reads``: the state at each sampled batch.
 
 Counts already known from 03's scan of the inspected batch are reused, and a method whose counts
@@ -178,9 +179,9 @@ def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_po
 
 def _by_reading_state(ckpt: Checkpoint, units: list[StateUnit], known: dict, unreadable: set,
                       max_points: int) -> tuple[dict, dict]:
-    """Rows per (unit, batch) at sampled batches from the change feed (state at the first
-    retained batch plus the feed's puts and deletes: one pass over the retained changes instead
-    of loading every partition's state once per sampled batch) or from the state at each batch,
+    """Rows per (unit, batch) from the change feed (the newest batches: the state at the first
+    of them plus the feed's puts and deletes, one pass instead of loading every partition's state
+    once per batch) or from the state at each sampled batch,
     in one Spark job. Where a replay cannot be trusted (a key put and deleted in one batch, or a
     count that differs from the inspected batch's scan) the unit is counted again by reading its
     state. Units Spark cannot read are added to ``unreadable``. Returns (counts, methods)."""
@@ -189,12 +190,17 @@ def _by_reading_state(ckpt: Checkpoint, units: list[StateUnit], known: dict, unr
     sampled, frames, replayed = {}, {}, {}
     for u in units:
         lo, hi = ckpt.retained_batch_range(u.operator_id)
-        sampled[u.label] = batches = sample_batches(lo, hi, max_points)
+        feed = serves_change_feed(ckpt, u)
+        # The feed is replayed over the newest max_points batches, not every retained one: its
+        # cost is a file per batch and partition, and a production checkpoint retains 100.
+        batches = (list(range(max(lo, hi - max_points + 1), hi + 1)) if feed and max_points > 1
+                   else sample_batches(lo, hi, max_points))
+        sampled[u.label] = batches
         for b in batches:
             counts[(u.label, b)] = known.get((u.label, b), 0)
         to_scan = [b for b in batches if (u.label, b) not in known]
-        if len(to_scan) > 1 and serves_change_feed(ckpt, u):
-            replayed[u.label] = _replay_presence(ckpt, u, lo, batches)
+        if len(to_scan) > 1 and feed:
+            replayed[u.label] = _replay_presence(ckpt, u, batches[0], batches)
             methods[u.label] = CHANGE_FEED
         else:
             if to_scan:
@@ -236,6 +242,7 @@ def method_lines(table) -> list[str]:
     for label, method in table.attrs.get("methods", {}).items():
         by_method.setdefault(method, []).append(label)
     return [f"counted by {method} (exact): {', '.join(labels)}"
+            + (" (the newest batches)" if method == CHANGE_FEED else "")
             for method, labels in by_method.items()]
 
 

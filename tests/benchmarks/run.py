@@ -5,6 +5,7 @@ medians; no test asserts a time. Each ``bench_<runbook>.py`` beside this file de
 ``bench(ctx) -> list[dict]`` and uses ``ctx.side_by_side``; they run in name order.
 
     python tests/benchmarks/run.py [--repeats 5] [--only inspect_state] [--demo-scale-only]
+                                   [--shapes dedup-hdfs,join-rocksdb_changelog]
 
 Production-shape checkpoints (``production_shape.py``) are built once, never by a bench. Runs take a
 lock (``out/bench.lock``), so two bench runs on one machine wait for each other instead of sharing
@@ -41,13 +42,15 @@ class BenchContext:
     folder: Path  # a temporary folder for checkpoints and outputs
     repeats: int
     production: bool = True  # also measure at the production shape, where built
+    shapes: tuple = ()  # only these production shapes (empty: every one a bench names)
 
     def production_shapes(self, *names: str):
         """(name, checkpoint path) of each named production shape that is built; a line saying how
         to build each one that is not."""
         if not self.production:
             return []
-        found = [(name, production_shape.ensure(self.spark, name)) for name in names]
+        found = [(name, production_shape.ensure(self.spark, name)) for name in names
+                 if not self.shapes or name in self.shapes]
         return [(name, str(path)) for name, path in found if path is not None]
 
     def notebook_vs_process(self, label: str, notebook: str, parameters: dict, bare_script: str,
@@ -107,6 +110,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run only bench_<ONLY>.py")
     parser.add_argument("--demo-scale-only", action="store_true",
                         help="skip the production-shape measurements")
+    parser.add_argument("--shapes", default="",
+                        help="comma-separated production shapes to measure (default: all built)")
     args = parser.parse_args()
     LOCK.parent.mkdir(parents=True, exist_ok=True)
     with open(LOCK, "w") as lock:
@@ -128,8 +133,10 @@ def run(args) -> int:
             continue
         print(f"\n[{path.stem.removeprefix('bench_')}]", flush=True)
         with tempfile.TemporaryDirectory(prefix="state-runbooks-bench-") as tmp:
-            results += _load(path).bench(BenchContext(spark, Path(tmp), args.repeats,
-                                                      production=not args.demo_scale_only))
+            context = BenchContext(spark, Path(tmp), args.repeats,
+                                   production=not args.demo_scale_only,
+                                   shapes=tuple(filter(None, args.shapes.split(","))))
+            results += _load(path).bench(context)
     ratios = [r for r in results if "ratio" in r]
     within = sum(r["ratio"] <= r["target"] for r in ratios)
     print_table(results)

@@ -150,7 +150,7 @@ def cell_times(notebook) -> str:
     cells = json.loads(notebook.read_text())["cells"]
     timed = [(c["metadata"].get("papermill", {}).get("duration") or 0.0, i, c)
              for i, c in enumerate(cells) if c["cell_type"] == "code"]
-    return ", ".join(f"cell {i} ({c['source'].splitlines()[0][:40]!r}) {d:.1f} s"
+    return ", ".join(f"cell {i} ({''.join(c['source']).splitlines()[0][:40]!r}) {d:.1f} s"
                      for d, i, c in sorted(timed, key=lambda t: t[0], reverse=True)[:4])
 
 

@@ -12,8 +12,8 @@ from .errors import RunbookError, spark_errors
 from .formatting import format_utc
 from .operators import (StateUnit, find_unit, is_reader_limit, matches_store, operator_model,
                         state_units)
-from .state_growth import growth, growth_verdicts  # noqa: F401 - growth: until 02 imports it from state_growth
-from .state_reader import read_unit, unsafe_row_size
+from .state_growth import growth, growth_verdicts  # noqa: F401 - growth: 02 imports it here
+from .state_reader import per_core_tasks, read_unit, unsafe_row_size
 
 # Thresholds of the production checklist, in one place so the playbooks can quote them.
 SKEW_WARNING_RATIO = 2.0  # max rows in a partition / mean rows per partition
@@ -210,7 +210,7 @@ def inspect_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int, top_keys: int
         if threshold:
             measures.append(F.when(set_ & (deadline <= F.lit(threshold)), 1).otherwise(0)
                             .alias("_due"))
-    scanned = df.select("partition_id", "key", *measures)
+    scanned = per_core_tasks(ckpt.spark, df.select("partition_id", "key", *measures))
     sums = [F.sum(c).alias(c) for c in ("_rows", "_key_bytes", "_value_bytes", "_deadline",
                                         "_due") if c in scanned.columns]
     if "_earliest" in scanned.columns:

@@ -28,7 +28,7 @@ from .connect_fs import LISTING_CONF
 from .errors import RunbookError, spark_errors
 from .operators import StateUnit, matches_store, serves_change_feed, state_units
 from .session import session_conf
-from .state_reader import read_unit, union_over_batches
+from .state_reader import per_core_tasks, read_unit, union_over_batches
 
 KEY_COUNTS = "RocksDB snapshot key counts"
 CHANGE_FEED = "change feed"
@@ -252,8 +252,9 @@ _MIXED = "mixed:"  # replay rows of keys both put and deleted within one batch: 
 def _state_rows_at(ckpt: Checkpoint, unit: StateUnit, batches: list[int]):
     """One row per state row of ``unit`` at each of ``batches`` (``batch_id``, ``store``)."""
     from pyspark.sql import functions as F
-    return union_over_batches(ckpt, unit.operator_id, unit.store_name, batches,
-                              [F.lit(unit.label).alias("store")], unit.state_variable)
+    return per_core_tasks(ckpt.spark, union_over_batches(
+        ckpt, unit.operator_id, unit.store_name, batches, [F.lit(unit.label).alias("store")],
+        unit.state_variable))
 
 
 def _replay_presence(ckpt: Checkpoint, unit: StateUnit, first: int, batches: list[int]):
@@ -275,7 +276,7 @@ def _replay_presence(ckpt: Checkpoint, unit: StateUnit, first: int, batches: lis
         events = read_unit(ckpt, unit, first).select(
             "partition_id", "key", F.lit(first).cast("long").alias("batch_id"),
             F.lit(1).alias("put")).unionByName(events)
-    per_batch = events.groupBy("partition_id", "key", "batch_id").agg(
+    per_batch = per_core_tasks(ckpt.spark, events).groupBy("partition_id", "key", "batch_id").agg(
         F.max("put").alias("put"), F.min("put").alias("put_min"))
     until = F.lead("batch_id").over(Window.partitionBy("partition_id", "key").orderBy("batch_id"))
     spans = per_batch.select("batch_id", "put", "put_min",

@@ -67,6 +67,22 @@ def read_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int = -1, options: di
         return df
 
 
+TASKS_PER_CORE = 2
+
+
+def per_core_tasks(spark, df):
+    """``df`` read by a few tasks per core of a classic session instead of one per state partition
+    (and per batch and store): each task then reads several small partitions in turn, and the
+    fixed cost of a task is paid a few times instead of 200. Seen on local[2] over 200 partitions:
+    a change feed of two batches in 1.3-2 s instead of 3.5-4 s, a state read in 3.6-4.3 s instead
+    of 5.7-6.3 s. On Spark Connect (no core count on this side) ``df`` is returned as it is."""
+    from .session import is_connect
+
+    if is_connect(spark):
+        return df
+    return df.coalesce(TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
+
+
 def unsafe_row_size(column, schema):
     """Bytes of ``column`` (a struct of ``schema``) in Spark's UnsafeRow format, as a Column.
 

@@ -206,10 +206,26 @@ def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str 
                                bounds=bounds)
 
 
+# What was read of each checkpoint object (readability, per-key histories), kept while it lives.
+_READ: "weakref.WeakKeyDictionary[Checkpoint, dict]" = weakref.WeakKeyDictionary()
+
+
+def _read_once(ckpt: Checkpoint) -> dict:
+    return _READ.setdefault(ckpt, {})
+
+
 def unreadable_reason(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> str | None:
     """None when Spark's ``statestore`` reader serves both sides' rows at ``batch``; otherwise one
     line saying that it cannot and what the files still say (the query itself is not affected:
-    a reader's limit is not damage)."""
+    a reader's limit is not damage). Asked once per checkpoint object and batch: a committed
+    batch's state does not change."""
+    memo = _read_once(ckpt)
+    if ("unreadable", operator.operator_id, batch) not in memo:
+        memo["unreadable", operator.operator_id, batch] = _unreadable(ckpt, operator, batch)
+    return memo["unreadable", operator.operator_id, batch]
+
+
+def _unreadable(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> str | None:
     try:
         for side in SIDES:
             df = read_state(ckpt, operator.operator_id, ROWS_STORE.format(side=side), batch)
@@ -413,18 +429,14 @@ def classification_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: st
 
 
 # -- classification ------------------------------------------------------------------------------
-# Per checkpoint object, the per-key histories already read (see key_history).
-_HISTORIES: "weakref.WeakKeyDictionary[Checkpoint, dict]" = weakref.WeakKeyDictionary()
-
-
 def key_history(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
     """The per-key figures of ``classification_rows`` (:func:`_aggregate`), kept by Spark
     (memory, spilling to disk; nothing collected) for as long as ``ckpt`` lives: the time bounds,
     the counts, the examples and the keys asked about all read the state and its history once.
     A committed batch's state never changes, so the figures stay true while the query runs on."""
     from pyspark import StorageLevel
-    memo = _HISTORIES.setdefault(ckpt, {})
-    key = (spec.operator_id, spec.key_fields, spec.left.time_column, spec.right.time_column,
+    memo = _read_once(ckpt)
+    key = ("history", spec.operator_id, spec.key_fields, spec.left.time_column, spec.right.time_column,
            batch, method, start)
     if key not in memo:
         rows = classification_rows(ckpt, spec, batch, method, start)

@@ -12,7 +12,7 @@ from .errors import RunbookError, spark_errors
 from .formatting import format_utc
 from .operators import (StateUnit, find_unit, is_reader_limit, matches_store, operator_model,
                         state_units)
-from .state_growth import growth, growth_verdicts  # noqa: F401 - growth: 02 imports it here
+from .state_growth import growth_verdicts
 from .state_reader import per_core_tasks, read_unit, unsafe_row_size
 
 # Thresholds of the production checklist, in one place so the playbooks can quote them.

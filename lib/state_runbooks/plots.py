@@ -30,7 +30,7 @@ def rows_per_partition(reports, max_columns: int = 3):
 
 
 def growth(table, title: str = "State rows per batch"):
-    """One line per store over the sampled batches (a table from ``inspection.growth``)."""
+    """One line per store over the sampled batches (a table from ``state_growth.growth``)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 3.5))
@@ -97,7 +97,7 @@ def estimate_vs_reported(table, title: str = "Memory estimate against Spark's me
 
 def growth_projection(table, projection_batches, projection_rows, title: str = "State rows: "
                       "measured and projected"):
-    """Total rows over the sampled batches (a table from ``inspection.growth``), and a dashed line
+    """Total rows over the sampled batches (a table from ``state_growth.growth``), and a dashed line
     to the projected rows ``projection_batches`` later."""
     import matplotlib.pyplot as plt
 

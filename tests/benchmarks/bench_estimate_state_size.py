@@ -11,7 +11,7 @@ At the production shape (Spark's defaults: 200 partitions, 100+ retained batches
 notebook under papermill on the checkpoint against a bare process that answers the same question
 (rows per partition of every store at the newest batch, and the bytes of the state files), the
 notebook's cell times, and the library's steps timed in one process, with and without the growth
-step (``inspection.growth``), against the same bare work.
+step (``state_growth.growth``), against the same bare work.
 """
 from __future__ import annotations
 

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field
 from ..checkpoint import Checkpoint
 from ..errors import spark_errors
 from ..operators import state_units
-from ..sizing.measurement import per_core_tasks
-from ..state_reader import read_unit
+from ..state_reader import per_core_tasks, read_unit
 
 RULES = ("key", "key without its last field")
 

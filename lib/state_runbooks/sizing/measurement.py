@@ -16,7 +16,7 @@ from ..errors import spark_errors
 from ..formatting import format_bytes
 from ..inspection import StoreReport, inspect_stores
 from ..operators import operator_model, serves_change_feed
-from ..state_reader import read_state, read_state_changes, union_over_batches
+from ..state_reader import per_core_tasks, read_state, read_state_changes, union_over_batches
 from .jvm_objects import COMPRESSED_OOPS, JvmLayout
 from .memory_model import (DEFAULT_VERSIONS_IN_MEMORY, MAX_VERSIONS_CONF, MemoryEstimate,
                            PartitionVersions, estimate_partition, partition_versions)
@@ -235,21 +235,6 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
             changes[key] = ((int(r["keys"]), removed) if r["kind"] == "update"
                             else (put, int(r["keys"])))
     return rows, changes, fed
-
-
-TASKS_PER_CORE = 2
-
-
-def per_core_tasks(spark, df):
-    """``df`` read by a few tasks per core of a classic session instead of one per state partition
-    (and per batch and store): each task then reads several small partitions in turn. Seen on
-    local[2] over 200 partitions: a change feed of two batches in 1.3-2 s instead of 3.5-4 s, a
-    state read in 3.6-4.3 s instead of 5.7-6.3 s. On Spark Connect (no core count here), as is."""
-    from ..session import is_connect
-
-    if is_connect(spark):
-        return df
-    return df.coalesce(TASKS_PER_CORE * spark.sparkContext.defaultParallelism)
 
 
 def _replay(ckpt, unit, first: int):

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import inspection
+from .. import state_growth
 from ..errors import require
 from .measurement import CheckpointMeasurement, StoreMeasurement, measured_totals
 
 
 def growth(ckpt, measured: CheckpointMeasurement):
-    """Rows per measured unit over the retained batches (``inspection.growth``, one Spark job);
+    """Rows per measured unit over the retained batches (``state_growth.growth``);
     an empty table when no unit could be measured."""
     import pandas as pd
 
     if not measured.stores:
         return pd.DataFrame()
-    return inspection.growth(ckpt, reports=[m.report for m in measured.stores]
-                             + measured.unreadable)
+    return state_growth.growth(ckpt, reports=[m.report for m in measured.stores]
+                               + measured.unreadable)
 
 
 @dataclass

@@ -12,16 +12,14 @@ checkpoint keeps 100 versions of 200 partitions; the newest batch needs a few of
 """
 from __future__ import annotations
 
-import io
-import json
 import math
 import re
-import zipfile
 from dataclasses import dataclass
 
 from ..checkpoint import DEFAULT_STORE, Checkpoint, StateFile
 from ..file_access import FileEntry
 from ..operators import SHUFFLE_PARTITIONS_CONF, state_partitions
+from ..state_growth import snapshot_metadata
 from .loads import operators_of
 
 
@@ -85,9 +83,7 @@ def store_folder(op: int, partition: int, store: str) -> str:
 def zip_ssts(raw: FS, zip_rel: str) -> list[tuple[str, int]] | None:
     """SST files (name, size) a RocksDB ``<v>.zip`` lists in its ``metadata``; None: unreadable."""
     try:
-        with zipfile.ZipFile(io.BytesIO(raw.read_bytes(zip_rel))) as archive:
-            text = archive.read("metadata").decode("utf-8")
-        meta = json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
+        meta = snapshot_metadata(raw.read_bytes(zip_rel))
         return [(s["dfsSstFileName"], int(s["sizeBytes"])) for s in meta.get("sstFiles", [])]
     except Exception:  # noqa: BLE001 - any failure means the snapshot cannot be used
         return None

@@ -87,3 +87,17 @@ def test_connect_session_is_reused_by_an_empty_master(on_connect):
         assert is_connect(connect_spark)
         # The Connect session is the active one of its kind; an empty master finds it first.
         assert get_spark("") is connect_spark
+
+
+def test_an_exited_jvm_is_reaped_so_a_kernel_shutting_down_does_not_wait_for_it():
+    # ipykernel's shutdown waits while it has child processes, and a zombie counts as one.
+    result = _in_fresh_python(
+        "import signal, time, psutil\n"
+        "from state_runbooks.session import get_spark\n"
+        "proc = get_spark('local[1]').sparkContext._gateway.proc\n"
+        "proc.send_signal(signal.SIGTERM)\n"
+        "deadline = time.time() + 60\n"
+        "while psutil.Process().children() and time.time() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print([c.status() for c in psutil.Process().children()])\n")
+    assert result.stdout.strip() == "[]", result.stderr[-2000:]

@@ -51,13 +51,11 @@ BARE_PROCESS = textwrap.dedent("""
     print(conf.get("spark.sql.streaming.stateStore.providerClass"), top,
           sorted({k for v, k in versions if v == top}), len(versions))
 """)
-PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
-                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog")
 
 
 def at_production_shape(ctx) -> list[dict]:
     results = []
-    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+    for name, path in ctx.production_shapes():
         result = ctx.notebook_vs_process(
             f"[production shape: {name}] whole 01 notebook on the checkpoint under papermill vs a "
             "bare process reading the pinned provider and listing the state files",

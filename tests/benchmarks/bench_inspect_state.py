@@ -23,8 +23,6 @@ BARE_PROCESS = textwrap.dedent("""
                 .groupBy("partition_id").count().collect())
         print(store, sum(r["count"] for r in rows))
 """)
-PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs", "window_agg_many_users-rocksdb_changelog",
-                     "window_agg_many_users-hdfs", "join-rocksdb_changelog")
 
 
 class CallCounter:
@@ -129,6 +127,6 @@ def bench(ctx) -> list[dict]:
                                 rows_per_batch=1_000_000, partitions=8)
     results = _at_shape(ctx, "demo scale: dedup, HDFS, 8 partitions, 2 batches",
                         run.checkpoint_path, min(ctx.repeats, 3))
-    for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
+    for name, path in ctx.production_shapes():
         results += _at_shape(ctx, f"production shape: {name}", path, min(ctx.repeats, 2))
     return results

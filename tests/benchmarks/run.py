@@ -45,10 +45,11 @@ class BenchContext:
     shapes: tuple = ()  # only these production shapes (empty: every one a bench names)
 
     def production_shapes(self, *names: str):
-        """(name, checkpoint path) of each named production shape that is built; a line saying how
-        to build each one that is not."""
+        """(name, checkpoint path) of each named production shape (none named: every shape) that is
+        built; a line saying how to build each one that is not."""
         if not self.production:
             return []
+        names = names or tuple(production_shape.SHAPES_BY_NAME)
         found = [(name, production_shape.ensure(self.spark, name)) for name in names
                  if not self.shapes or name in self.shapes]
         return [(name, str(path)) for name, path in found if path is not None]

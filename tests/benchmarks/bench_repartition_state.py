@@ -15,7 +15,8 @@ At the production shape (Spark's defaults: 200 partitions, 100+ retained batches
   its rows by the partition Spark would place them in on twice the count;
 - on RocksDB shapes, the apply (checks, the scan before, backup and journal, Spark's call, the
   verification) against the bare Spark call, each on its own copy of the shape (never the shape
-  itself), with what the backup copied and journaled.
+  itself), with where the apply's time went (its steps, timed by the library) and what the backup
+  copied and journaled.
 """
 from __future__ import annotations
 
@@ -126,16 +127,21 @@ def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
         return str(target)
 
     pending = {side: [fresh() for _ in range(runs)] for side in ("runbook", "bare")}
-    outcomes = []
+    outcomes, steps = [], []
 
     def runbook():
+        start = time.perf_counter()
         ckpt = Checkpoint(ctx.spark, pending["runbook"].pop())
         checks = rp.check_requirements(ckpt, after, force=True)
+        checked = time.perf_counter()
         scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
+        scanned = time.perf_counter()
         out = rp.repartition(ckpt, after, dry_run=False, force=True, checks=checks, before=scans,
                              backup_dir=ckpt.root + ".backup")
         assert out.verified and out.rows_equal, out.lines
         outcomes.append(out)
+        steps.append({"checks": checked - start, "scan before": scanned - checked,
+                      **out.seconds})
 
     def bare():
         ctx.spark._streamingCheckpointManager.repartition(pending["bare"].pop(), after, True)
@@ -144,6 +150,8 @@ def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
         f"[{shape}] repartition {before} -> {after} partitions (checks, the scan before, backup, "
         "Spark's call, verification) vs the bare Spark call, each on its own copy", runbook, bare,
         target=1.5, repeats=repeats)]
+    print("    where the apply's time went (last run): "
+          + ", ".join(f"{step} {s:.1f} s" for step, s in steps[-1].items()), flush=True)
     backup = outcomes[-1].backup_dir.removeprefix("file:")
     files = [p for p in Path(backup).rglob("*") if p.is_file()]
     results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",

@@ -8,6 +8,8 @@ the new count, and match the forecast per partition.
 """
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from .. import safekeeping
@@ -33,6 +35,7 @@ class Repartitioned(Outcome):
     auto_undone: bool = False  # the verification failed (or Spark did) and undo ran
     verification: list[str] = field(default_factory=list)
     after: list[UnitScan] = field(default_factory=list)
+    seconds: dict = field(default_factory=dict)  # step -> wall seconds: where an apply's time went
 
 
 def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
@@ -62,11 +65,16 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
         raise RunbookError("num_partitions=0 only forecasts (twice the current count): pass the "
                            "new count explicitly to apply")
     last = ckpt.last_committed_batch_id
-    before = before if before is not None else scan_state(ckpt, last, n0, n1)
     raw = ckpt.fs.raw()
     backup = open_backup(ckpt, backup_dir)
     out.backup_dir = backup.root
-    inventory = raw.walk()
+    started = time.perf_counter()
+    # The file listing for the journal runs in the JVM's driver while a scan, when one is still
+    # needed, runs on the executors: both read the checkpoint as it is, before any change.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        walking = pool.submit(raw.walk)
+        before = before if before is not None else scan_state(ckpt, last, n0, n1)
+        inventory = walking.result()
     _, copies = files_to_keep(inventory, [])
     journal, out.journal_path = safekeep(
         ckpt, backup, REPARTITION, inventory, [], copies,
@@ -75,11 +83,15 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
          "rows_before": {s.label: {"rows": s.rows, "checksum": list(s.checksum)} for s in before}})
     out.lines.append(f"backed up: {len(copies)} metadata files copied to {backup.root}/copy, "
                      f"{len(inventory)} files journaled in {out.journal_path}")
+    out.seconds["backup"] = _lap(started)
+    started = time.perf_counter()
     try:
         getattr(ckpt.spark, API_NAME).repartition(ckpt.root, n1, ENFORCE_EXACTLY_ONCE_SINK)
         spark_failed = None
     except Exception as exc:  # noqa: BLE001 - Py4J wraps whatever Spark raised
         spark_failed = first_line(exc)
+    out.seconds["spark"] = _lap(started)
+    started = time.perf_counter()
     ckpt.refresh()
     out.applied = True
     if spark_failed:
@@ -87,6 +99,7 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
         out.verification = [f"NOT verified: Spark's repartition failed: {spark_failed}"]
     else:
         out.verified = _verify(ckpt, journal, before, n1, out)
+    out.seconds["verification"] = _lap(started)
     journal["status"] = "applied"
     journal["verification"] = {"ok": out.verified, "lines": out.verification}
     write_journal(backup, journal)
@@ -100,8 +113,21 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
     return out
 
 
+def _lap(started: float) -> float:
+    return round(time.perf_counter() - started, 2)
+
+
 def _verify(ckpt: Checkpoint, journal: dict, before: list[UnitScan], n1: int,
             out: Repartitioned) -> bool:
+    # The listing that checks every earlier file runs in the driver while the state is scanned
+    # on the executors: two independent reads of the checkpoint as Spark left it.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        listing = pool.submit(safekeeping.unchanged_since, ckpt, journal)
+        return _verify_rows(ckpt, journal, before, n1, out, listing)
+
+
+def _verify_rows(ckpt: Checkpoint, journal: dict, before: list[UnitScan], n1: int,
+                 out: Repartitioned, listing) -> bool:
     lines = out.verification
     last_before = journal["batch_id_before"]
     last = ckpt.last_committed_batch_id
@@ -112,14 +138,14 @@ def _verify(ckpt: Checkpoint, journal: dict, before: list[UnitScan], n1: int,
     count_ok = pinned == str(n1)
     lines.append(f"{'verified' if count_ok else 'NOT verified'}: the newest offsets entry pins "
                  f"spark.sql.shuffle.partitions={pinned} (asked: {n1})")
-    changed = safekeeping.unchanged_since(ckpt, journal)
+    out.after = scan_state(ckpt, last, n1) if new_batch and count_ok else []
+    changed = listing.result()
     lines.append("verified: no file that was there before changed (Spark only added files)"
                  if not changed else f"NOT verified: {len(changed)} files that were there before "
                  f"changed (e.g. {changed[0]})")
     if not (new_batch and count_ok):
         out.rows_equal = None
         return False
-    out.after = scan_state(ckpt, last, n1)
     by_label = {s.label: s for s in out.after}
     out.rows_equal = rows_equal(before, out.after)
     ok = out.rows_equal and not changed

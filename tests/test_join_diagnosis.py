@@ -127,6 +127,8 @@ def test_every_key_as_constructed(spark, request, demo):
         said = {r[0] for r in diagnosis.per_key.where(f"{p}_present").select("k_field0").collect()}
         state = read_state(diagnosis.checkpoint, 0, f"{side}-keyWithIndexToValue", LAST)
         assert said == {r[0] for r in state.select("key.field0").distinct().collect()}
+    ckpt, spec = diagnosis.checkpoint, diagnosis.spec
+    assert _state_from_history(ckpt, spec, LAST) == _state_now(ckpt, spec, LAST)
     # One key of each category, read one by one: the state of the batch agrees with the history.
     shown = diagnosis.examples(1) + diagnosis.verdicts(sorted(never)[:2])
     assert [v.category for v in shown] == [
@@ -137,6 +139,75 @@ def test_every_key_as_constructed(spark, request, demo):
             evidence = verdict.evidence[side]
             assert (evidence["rows_now"] > 0) == (evidence["removed_batch"] is None
                                                   and bool(evidence["times"]))
+
+
+def _state_now(ckpt, spec, batch: int) -> dict:
+    """``{(side, key): (rows, earliest, latest event time in ms)}`` as Spark's reader serves the
+    state of ``batch``."""
+    from pyspark.sql import functions as F
+    out = {}
+    for p, side in (("l", "left"), ("r", "right")):
+        t = F.unix_millis(F.col(f"value.{spec.side(side).time_column}"))
+        for r in (read_state(ckpt, 0, f"{side}-keyWithIndexToValue", batch)
+                  .groupBy("key.field0").agg(F.count("*"), F.min(t), F.max(t)).collect()):
+            out[p, r[0]] = tuple(r[1:])
+    return out
+
+
+def _state_from_history(ckpt, spec, batch: int, start: int = 0) -> dict:
+    """The same, as the diagnosis derives it from the change feed."""
+    out = {}
+    for r in jd.key_history(ckpt, spec, batch, jd.CHANGE_FEED, start).collect():
+        for p in ("l", "r"):
+            if r[f"{p}_rows_now"]:
+                out[p, r["k_field0"]] = (r[f"{p}_rows_now"], r[f"{p}_tmin_now"],
+                                         r[f"{p}_tmax_now"])
+    return out
+
+
+def test_the_state_of_the_batch_from_the_change_feed(spark, tmp_path):
+    """A key's rows arrive out of time order over three batches, then the watermark evicts them a
+    few at a time: Spark moves the last row of the key into each freed slot and checks the moved
+    row again, so a slot can take several rows in one batch and keep the last. Each slot's last
+    change in the feed, in the order Spark wrote it, is exactly what the state holds: at every
+    batch, from batch 0 and on top of a later batch's state."""
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "moves")
+    conf = {"spark.sql.shuffle.partitions": "2",
+            "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+            **provider_conf("rocksdb_changelog")}
+
+    def side(name: str, shift: int):  # a new key every 3 batches; times -5, 5, 3, 1, -1, -3 s
+        value = F.col("value")
+        return (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 6)
+                .option("startTimestamp", 1_700_000_000_000).load()
+                .select(F.concat(F.lit("k-"), (F.floor(value / 18) + shift).cast("string"))
+                        .alias("k"),
+                        (F.col("timestamp") + F.expr("INTERVAL 1 SECONDS") * ((value * 5) % 6 * 2 - 5))
+                        .alias(f"{name}_time"))
+                .withWatermark(f"{name}_time", "1 seconds"))
+
+    with session_conf(spark, conf):
+        # No key of one side on the other: every row waits until the watermark evicts it.
+        df = side("order", 0).alias("l").join(side("payment", 100).alias("r"), F.expr(
+            "l.k = r.k AND l.order_time >= r.payment_time - INTERVAL 3 SECONDS "
+            "AND l.order_time <= r.payment_time + INTERVAL 3 SECONDS"))
+        for _ in range(7):
+            (df.writeStream.format("noop").option("checkpointLocation", path)
+             .trigger(availableNow=True).start().awaitTermination())
+    ckpt = Checkpoint(spark, path)
+    feed = (spark.read.format("statestore").option("storeName", "left-keyWithIndexToValue")
+            .option("readChangeFeed", "true").option("changeStartBatchId", 0).load(path))
+    moved = [r[0] for r in feed.groupBy("batch_id", "key").agg(
+        F.countDistinct("value.order_time").alias("rows"),
+        F.count(F.when(F.col("change_type") == "delete", True)).alias("deletes"))
+        .where("rows > 1 AND deletes = 0").select("batch_id").distinct().collect()]
+    assert moved  # batches in which a slot took several rows and kept the last
+    spec = jd.resolve_join(ckpt, **BOUNDS)
+    for batch in sorted({*moved, 6}):
+        assert _state_from_history(ckpt, spec, batch) == _state_now(ckpt, spec, batch), batch
+    assert _state_from_history(ckpt, spec, 6, start=3) == _state_now(ckpt, spec, 6)
 
 
 def test_evidence_of_the_classic_cases(hdfs_diagnosis):
@@ -350,17 +421,19 @@ def test_pairs_that_min_and_max_cannot_decide(spark, hdfs_demo):
     spec = jd.resolve_join(ckpt, **BOUNDS)
     t0 = 1_700_000_000_000
 
-    def row(key, is_left, batch, seconds, idx=0, matched=False, delete=False):
-        return (key, idx, is_left, 1, batch, delete, t0 + seconds * 1000, matched)
+    rows = []
 
-    rows = [  # left at 0 s and 10 s, right at 5 s: gaps -5 and +5 against [-3, +3]
-        row("apart", True, 0, 0), row("apart", True, 0, 10, idx=1), row("apart", False, 0, 5),
-        # left at 0 s and 10 s, right at 8 s, all in the state together: +2 s fits, not matched
-        row("fits", True, 0, 0), row("fits", True, 0, 10, idx=1), row("fits", False, 0, 8),
-        # the same, but the left rows were evicted in batch 1 and the right one came in batch 2
-        row("late", True, 0, 0), row("late", True, 0, 10, idx=1), row("late", True, 1, 0,
-                                                                     idx=1, delete=True),
-        row("late", True, 1, 0, delete=True), row("late", False, 2, 8)]
+    def row(key, is_left, batch, seconds, idx=0, matched=False, delete=False):
+        return (key, idx, is_left, batch, delete, t0 + seconds * 1000, matched, len(rows))
+
+    for args in [  # left at 0 s and 10 s, right at 5 s: gaps -5 and +5 against [-3, +3]
+            ("apart", True, 0, 0), ("apart", True, 0, 10, 1), ("apart", False, 0, 5),
+            # left at 0 s and 10 s, right at 8 s, all in the state together: +2 s fits, unmatched
+            ("fits", True, 0, 0), ("fits", True, 0, 10, 1), ("fits", False, 0, 8),
+            # the same, but the left rows were evicted in batch 1 and the right one came in batch 2
+            ("late", True, 0, 0), ("late", True, 0, 10, 1), ("late", True, 1, 0, 1, False, True),
+            ("late", True, 1, 0, 0, False, True), ("late", False, 2, 8)]:
+        rows.append(row(*args))
     schema = jd.history_rows(ckpt, spec, LAST, jd.CHANGE_FEED, 0).schema
     per_key, counts = jd.classify(spark.createDataFrame(rows, schema), spec, 2, jd.CHANGE_FEED)
     assert {r["k_field0"]: r["category"] for r in per_key.collect()} == {

@@ -8,9 +8,11 @@ side: the event times and ``matched`` of every row it held, when it first arrive
 the state of the diagnosed batch, and if not, in which batch the watermark removed it.
 
 Each key gets one category, its root cause, decided on that evidence (see ``CATEGORIES``). All keys
-are classified by one Spark aggregation over both sides' history and the state of the diagnosed
-batch, read in one pass and kept by Spark (``key_history``): the time bounds, the counts, the
-examples and the keys asked about all reuse it. Only the keys shown are collected.
+are classified by one Spark aggregation over both sides' history, read in one pass and kept by
+Spark (``key_history``): the time bounds, the counts, the examples and the keys asked about all
+reuse it. Only the keys shown are collected. With the change feed, the state of the diagnosed batch
+is not read apart: each slot's last change in the feed is what the state holds, exactly (loading
+the state of 200 RocksDB partitions costs several times more than their changelogs).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from .checkpoint import Checkpoint, OperatorInfo
 from . import operators
 from .errors import RunbookError, spark_errors
 from .formatting import format_utc
-from .state_reader import read_state, read_state_changes, union_over_batches
+from .state_reader import per_core_tasks, read_state, read_state_changes, union_over_batches
 
 JOIN_OPERATOR = "symmetricHashJoin"
 SIDES = ("left", "right")
@@ -366,32 +368,36 @@ def method_reason(ckpt: Checkpoint, method: str, operator_id: int = -1) -> str:
 
 
 # -- the rows: history of both sides, one shape --------------------------------------------------
-def _side_rows(df, spec: JoinSpec, side: str, source: int, batch, is_delete):
-    """One side's rows in the common shape: key fields, slot index, side, source (0: the state of
-    the diagnosed batch, 1: history), batch, is_delete, event time (ms) and matched."""
+def _side_rows(df, spec: JoinSpec, side: str, batch, is_delete):
+    """One side's rows in the common shape: key fields, slot index, side, batch, is_delete, event
+    time (ms), matched, and ``seq``: the row's place in the order the reader gave it. Read per
+    partition, that is the order Spark wrote the changes of a batch in (delta and changelog files
+    record each put and delete as it happens), which says which change of a slot came last."""
     from pyspark.sql import functions as F
     time_col = spec.side(side).time_column
     return df.select(*[F.col(f"key.{f}").alias(f"k_{f}") for f in spec.key_fields],
-                     F.col("key.index").alias("idx"),
-                     F.lit(side == "left").alias("is_left"), F.lit(source).alias("src"),
+                     F.col("key.index").alias("idx"), F.lit(side == "left").alias("is_left"),
                      (F.col(batch) if isinstance(batch, str) else F.lit(batch))
                      .cast("long").alias("batch"),
                      (F.lit(is_delete) if isinstance(is_delete, bool) else is_delete)
                      .alias("is_delete"),
                      F.unix_millis(F.col(f"value.{time_col}")).alias("t"),
-                     F.col("value.matched").alias("m"))
+                     F.col("value.matched").alias("m"),
+                     F.monotonically_increasing_id().alias("seq"))
 
 
 def _change_feed(ckpt: Checkpoint, spec: JoinSpec, side: str, start: int, end: int):
     from pyspark.sql import functions as F
     df = read_state_changes(ckpt, spec.operator_id, ROWS_STORE.format(side=side), start, end)
-    return _side_rows(df, spec, side, 1, "batch_id", F.col("change_type") == "delete")
+    return _side_rows(per_core_tasks(ckpt.spark, df), spec, side, "batch_id",
+                      F.col("change_type") == "delete")
 
 
 def history_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
     """Every row the classification reads, both sides, as one DataFrame: the history of batches
     ``start..batch``. With the change feed: each side's feed (on top of the state of ``start`` when
-    older history is gone); otherwise the state of every one of those batches."""
+    older history is gone), which also gives the state of ``batch`` itself: each slot's last
+    change. Otherwise the state of every one of those batches."""
     from pyspark.sql import functions as F
     frames = []
     for side in SIDES:
@@ -399,99 +405,85 @@ def history_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, star
         if method == RETAINED_BATCHES:
             every = union_over_batches(ckpt, spec.operator_id, store, list(range(start, batch + 1)),
                                        [F.col("key"), F.col("value")])
-            frames.append(_side_rows(every, spec, side, 1, "batch_id", False))
+            frames.append(_side_rows(every, spec, side, "batch_id", False))
             continue
         if start == 0:
             frames.append(_change_feed(ckpt, spec, side, 0, batch))
             continue
-        frames.append(_side_rows(read_state(ckpt, spec.operator_id, store, start), spec, side, 1,
-                                 start, False))
+        state = read_state(ckpt, spec.operator_id, store, start)
+        frames.append(_side_rows(per_core_tasks(ckpt.spark, state), spec, side, start, False))
         if start < batch:
             frames.append(_change_feed(ckpt, spec, side, start + 1, batch))
     return reduce(lambda a, b: a.unionByName(b), frames)
 
 
-def state_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int):
-    """Both sides' rows in the state of ``batch`` (source 0), in the same shape."""
-    return reduce(lambda a, b: a.unionByName(b), [
-        _side_rows(read_state(ckpt, spec.operator_id, ROWS_STORE.format(side=s), batch), spec, s,
-                   0, batch, False) for s in SIDES])
-
-
-def classification_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
-    """Everything the classification reads, as one DataFrame: the history (``history_rows``) and,
-    with the change feed, the state of ``batch`` itself (source 0), which says exactly which rows
-    are there now (the retained batches' history holds that state already)."""
-    rows = history_rows(ckpt, spec, batch, method, start)
-    if method == CHANGE_FEED:
-        rows = rows.unionByName(state_rows(ckpt, spec, batch))
-    return rows
-
-
 # -- classification ------------------------------------------------------------------------------
 def key_history(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
-    """The per-key figures of ``classification_rows`` (:func:`_aggregate`), kept by Spark
-    (memory, spilling to disk; nothing collected) for as long as ``ckpt`` lives: the time bounds,
-    the counts, the examples and the keys asked about all read the state and its history once.
-    A committed batch's state never changes, so the figures stay true while the query runs on."""
+    """The per-key figures of ``history_rows`` (:func:`_aggregate`), kept by Spark (memory,
+    spilling to disk; nothing collected) for as long as ``ckpt`` lives: the time bounds, the
+    counts, the examples and the keys asked about all read the history once. A committed batch's
+    state never changes, so the figures stay true while the query runs on."""
     from pyspark import StorageLevel
     memo = _read_once(ckpt)
     key = ("history", spec.operator_id, spec.key_fields, spec.left.time_column, spec.right.time_column,
            batch, method, start)
     if key not in memo:
-        rows = classification_rows(ckpt, spec, batch, method, start)
+        rows = history_rows(ckpt, spec, batch, method, start)
         memo[key] = _aggregate(rows, spec, batch, method).persist(StorageLevel.MEMORY_AND_DISK)
         weakref.finalize(ckpt, memo[key].unpersist).atexit = False
     return memo[key]
 
 
 def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
-    """Per join key and side (a hash aggregation, cheap at any size): whether the side is in the
-    state at ``batch``, earliest and latest event time seen, matched, first batch seen, the batch
-    that removed it, its distinct event times (for the exact pair check and the evidence), and the
-    rows of the state of ``batch``: how many, their earliest and latest event time.
+    """Per join key and side: whether the side is in the state at ``batch``, earliest and latest
+    event time seen, matched, first batch seen, the batch that removed it, its distinct event times
+    (for the exact pair check and the evidence), and the rows of the state of ``batch``: how many,
+    their earliest and latest event time. Two hash aggregations, cheap at any size: per slot, then
+    per key.
 
     A key's rows sit in slots 0..n-1 of ``keyWithIndexToValue``: Spark appends at slot n and, when
-    it evicts a row, moves the last row into the freed slot and deletes the last slot. So a key is
-    in the state exactly when slot 0 is, and slot 0's last change decides it; within one batch
-    Spark appends first and evicts at the end, so a delete in the same batch as an update is the
-    later change. With the retained batches, presence is read directly.
+    it evicts a row, moves the last row into the freed slot and deletes the last slot. So a slot's
+    last change (by batch, then by the order Spark wrote it) is what the slot holds at ``batch``,
+    and a key is in the state exactly when slot 0 is. With the retained batches, a slot is in the
+    state when it is in the state of ``batch``; it was removed in the batch after the last one
+    that held it.
     """
     from pyspark.sql import functions as F
-    kept = ~F.col("is_delete")
-    slot0 = F.col("idx") == 0
+    keys = [f"k_{f}" for f in spec.key_fields]
+    put = ~F.col("is_delete")
+    slots = rows.groupBy(*keys, "is_left", "idx").agg(
+        F.max(F.struct("batch", "seq", "is_delete", "t")).alias("last"),
+        F.max(F.when(put, True)).alias("seen"),
+        F.min(F.when(put, F.col("t"))).alias("tmin"),
+        F.max(F.when(put, F.col("t"))).alias("tmax"),
+        F.max("m").alias("matched"),
+        F.min(F.when(put, F.col("batch"))).alias("first"),
+        F.min(F.when(F.col("m"), F.col("batch"))).alias("first_matched"),
+        F.collect_set(F.when(put, F.col("t"))).alias("times"))
     if method == CHANGE_FEED:
-        history, now = F.col("src") == 1, F.col("src") == 0
+        held, gone = ~F.col("last.is_delete"), F.col("last.batch")
     else:
-        history, now = F.lit(True), F.col("batch") == batch
+        held, gone = F.col("last.batch") == batch, F.col("last.batch") + 1
+    slots = slots.withColumn("held", held).withColumn("gone", F.when(~held, gone))
     aggs = []
     for p, side in (("l", F.col("is_left")), ("r", ~F.col("is_left"))):
-        on, here = side & history, side & now
-        if method == CHANGE_FEED:
-            aggs += [F.max(F.when(on & slot0 & kept, F.col("batch"))).alias(f"{p}_put0"),
-                     F.max(F.when(on & slot0 & F.col("is_delete"), F.col("batch")))
-                     .alias(f"{p}_gone")]
-        else:
-            aggs += [F.max(F.when(here, True)).alias(f"{p}_present"),
-                     (F.max(F.when(on, F.col("batch"))) + 1).alias(f"{p}_gone")]
+        slot0, now = side & (F.col("idx") == 0), side & F.col("held")
         aggs += [
-            F.max(F.when(on & kept, True)).alias(f"{p}_seen"),
-            F.min(F.when(on & kept, F.col("t"))).alias(f"{p}_tmin"),
-            F.max(F.when(on & kept, F.col("t"))).alias(f"{p}_tmax"),
-            F.max(F.when(on, F.col("m"))).alias(f"{p}_matched"),
-            F.min(F.when(on & kept, F.col("batch"))).alias(f"{p}_first"),
-            F.min(F.when(on & F.col("m"), F.col("batch"))).alias(f"{p}_first_matched"),
-            F.array_sort(F.collect_set(F.when(on & kept, F.col("t")))).alias(f"{p}_times"),
-            F.count(F.when(here, True)).alias(f"{p}_rows_now"),
-            F.min(F.when(here, F.col("t"))).alias(f"{p}_tmin_now"),
-            F.max(F.when(here, F.col("t"))).alias(f"{p}_tmax_now"),
+            F.max(F.when(slot0, F.col("held"))).alias(f"{p}_present"),
+            F.max(F.when(slot0, F.col("gone"))).alias(f"{p}_gone"),
+            F.max(F.when(side, F.col("seen"))).alias(f"{p}_seen"),
+            F.min(F.when(side, F.col("tmin"))).alias(f"{p}_tmin"),
+            F.max(F.when(side, F.col("tmax"))).alias(f"{p}_tmax"),
+            F.max(F.when(side, F.col("matched"))).alias(f"{p}_matched"),
+            F.min(F.when(side, F.col("first"))).alias(f"{p}_first"),
+            F.min(F.when(side, F.col("first_matched"))).alias(f"{p}_first_matched"),
+            F.array_sort(F.array_distinct(F.flatten(F.collect_list(
+                F.when(side, F.col("times")))))).alias(f"{p}_times"),
+            F.count(F.when(now, True)).alias(f"{p}_rows_now"),
+            F.min(F.when(now, F.col("last.t"))).alias(f"{p}_tmin_now"),
+            F.max(F.when(now, F.col("last.t"))).alias(f"{p}_tmax_now"),
         ]
-    agg = rows.groupBy(*[f"k_{f}" for f in spec.key_fields]).agg(*aggs)
-    if method == CHANGE_FEED:
-        for p in ("l", "r"):
-            present = F.col(f"{p}_put0").isNotNull() & (
-                F.col(f"{p}_gone").isNull() | (F.col(f"{p}_put0") > F.col(f"{p}_gone")))
-            agg = agg.withColumn(f"{p}_present", present).drop(f"{p}_put0")
+    agg = slots.groupBy(*keys).agg(*aggs)
     for p in ("l", "r"):
         for flag in ("present", "seen"):
             agg = agg.withColumn(f"{p}_{flag}", F.coalesce(f"{p}_{flag}", F.lit(False)))
@@ -533,7 +525,7 @@ def _with_category(agg, spec: JoinSpec, batch: int):
 
 
 def classify(rows, spec: JoinSpec, batch: int, method: str, action: str = "classifying"):
-    """``(per_key, counts)`` of any ``rows`` in the shape of ``classification_rows``: one row per
+    """``(per_key, counts)`` of any ``rows`` in the shape of ``history_rows``: one row per
     key with its evidence columns and category, and the number of keys per category."""
     return _classified(_aggregate(rows, spec, batch, method), spec, batch, action)
 

@@ -92,13 +92,15 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
         spark_failed = first_line(exc)
     out.seconds["spark"] = _lap(started)
     started = time.perf_counter()
-    ckpt.refresh()
     out.applied = True
     if spark_failed:
         out.verified, out.rows_equal = False, None
         out.verification = [f"NOT verified: Spark's repartition failed: {spark_failed}"]
     else:
         out.verified = _verify(ckpt, journal, before, n1, out)
+    # Only now: the verification reads the logs and the new batch directly, and keeps the
+    # operators listed before (Spark adds a batch, not operators or stores).
+    ckpt.refresh()
     out.seconds["verification"] = _lap(started)
     journal["status"] = "applied"
     journal["verification"] = {"ok": out.verified, "lines": out.verification}
@@ -130,15 +132,15 @@ def _verify_rows(ckpt: Checkpoint, journal: dict, before: list[UnitScan], n1: in
                  out: Repartitioned, listing) -> bool:
     lines = out.verification
     last_before = journal["batch_id_before"]
-    last = ckpt.last_committed_batch_id
-    pinned = ckpt.pinned_conf.get("spark.sql.shuffle.partitions")
-    new_batch = last == last_before + 1 and ckpt.offset_batch_ids[-1] == last
+    last, newest = ckpt.last_committed_batch_id, ckpt.offset_batch_ids[-1]
+    pinned = ckpt.offsets(newest).conf.get("spark.sql.shuffle.partitions")
+    new_batch = last == last_before + 1 and newest == last
     lines.append(f"{'verified' if new_batch else 'NOT verified'}: Spark committed batch {last} "
                  f"(the last batch before was {last_before})")
     count_ok = pinned == str(n1)
     lines.append(f"{'verified' if count_ok else 'NOT verified'}: the newest offsets entry pins "
                  f"spark.sql.shuffle.partitions={pinned} (asked: {n1})")
-    out.after = scan_state(ckpt, last, n1) if new_batch and count_ok else []
+    out.after = scan_state(ckpt, last, n1, committed_now=True) if new_batch and count_ok else []
     changed = listing.result()
     lines.append("verified: no file that was there before changed (Spark only added files)"
                  if not changed else f"NOT verified: {len(changed)} files that were there before "

@@ -69,12 +69,17 @@ def _rule_hashes(df):
 
 
 def scan_unit(ckpt: Checkpoint, unit, batch_id: int, num_partitions: int,
-              new_partitions: int | None = None) -> UnitScan:
+              new_partitions: int | None = None, committed_now: bool = False) -> UnitScan:
     """Rows per partition (on ``num_partitions``), the placement rule and the checksum; with
     ``new_partitions``, the rows per partition that rule gives on that count. One Spark job:
-    grouping sets by partition now and by each rule's partition on the new count."""
+    grouping sets by partition now and by each rule's partition on the new count.
+
+    ``committed_now``: ``batch_id`` is the batch this session's repartition has just committed,
+    read as asked instead of checked against the retained range ``ckpt`` listed before (checking
+    it would list the whole state tree again)."""
     from pyspark.sql import functions as F
-    df = read_unit(ckpt, unit, batch_id)
+    df = (read_unit(ckpt, unit, options={"batchId": batch_id}) if committed_now
+          else read_unit(ckpt, unit, batch_id))
     values = [c for c in df.columns if c != "partition_id"]
     rules = _rule_hashes(df)
     pid = F.col("partition_id")
@@ -119,9 +124,9 @@ def _set_id(grouped: list[str], index: int) -> int:
 
 
 def scan_state(ckpt: Checkpoint, batch_id: int, num_partitions: int,
-               new_partitions: int | None = None) -> list[UnitScan]:
+               new_partitions: int | None = None, committed_now: bool = False) -> list[UnitScan]:
     """:func:`scan_unit` for every unit of the checkpoint, in operator order."""
-    return [scan_unit(ckpt, unit, batch_id, num_partitions, new_partitions)
+    return [scan_unit(ckpt, unit, batch_id, num_partitions, new_partitions, committed_now)
             for unit in state_units(ckpt)]
 
 

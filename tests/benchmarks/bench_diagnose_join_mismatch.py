@@ -2,8 +2,8 @@
 on 8 partitions) and production shape (a stream-stream join on 200 partitions, four stores, RocksDB
 with changelog checkpointing; built once by ``production_shape.py``).
 
-The runbook classifies every key from its history: the change feed of both sides and the state of
-the diagnosed batch, read in one pass. The bare side is the commonly published approach: the two
+The runbook classifies every key from its history: the change feed of both sides, read in one pass,
+whose last change per slot is also the state of the diagnosed batch. The bare side is the commonly published approach: the two
 ``keyWithIndexToValue`` stores of that batch, full-outer-joined on the key and classified by
 ``matched`` and presence.
 """

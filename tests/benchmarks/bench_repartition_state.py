@@ -72,17 +72,21 @@ def bench(ctx) -> list[dict]:
     for side in pending:
         pending[side] = [fresh() for _ in range(runs)]
 
+    steps = []
+
     def runbook():
         ckpt = Checkpoint(ctx.spark, pending["runbook"].pop())
         out = rp.repartition(ckpt, AFTER, dry_run=False, force=True,
                              backup_dir=ckpt.root + ".backup")
         assert out.verified and out.rows_equal, out.lines
+        steps.append(out.seconds)
 
     def bare():
         ctx.spark._streamingCheckpointManager.repartition(pending["bare"].pop(), AFTER, True)
 
     results = [ctx.side_by_side(f"repartition {BEFORE} -> {AFTER} partitions (checks, backup, "
                                 "verification) vs the bare Spark call", runbook, bare, target=1.5)]
+    print_steps(steps[-1])
     for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
         results += _at_production_shape(ctx, name, path, min(ctx.repeats, 2))
     return results
@@ -150,8 +154,7 @@ def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
         f"[{shape}] repartition {before} -> {after} partitions (checks, the scan before, backup, "
         "Spark's call, verification) vs the bare Spark call, each on its own copy", runbook, bare,
         target=1.5, repeats=repeats)]
-    print("    where the apply's time went (last run): "
-          + ", ".join(f"{step} {s:.1f} s" for step, s in steps[-1].items()), flush=True)
+    print_steps(steps[-1])
     backup = outcomes[-1].backup_dir.removeprefix("file:")
     files = [p for p in Path(backup).rglob("*") if p.is_file()]
     results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",
@@ -159,3 +162,8 @@ def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
     for copy in ctx.folder.glob("shape-copy-*"):
         shutil.rmtree(copy, ignore_errors=True)
     return results
+
+
+def print_steps(seconds: dict) -> None:
+    print("    where the apply's time went (last run): "
+          + ", ".join(f"{step} {s:.1f} s" for step, s in seconds.items()), flush=True)

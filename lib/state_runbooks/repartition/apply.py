@@ -46,9 +46,13 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
 
     ``checks`` and ``before`` (the scan of the last committed batch on the current count, with
     the forecast) are taken here unless given: a notebook shows them first and passes them on."""
+    started = time.perf_counter()
+    taken_here = checks is None
     checks = checks or check_requirements(ckpt, num_partitions, force, quiet_minutes)
     out = Repartitioned("repartition", dry_run, num_partitions_before=checks.num_partitions_before,
                         num_partitions_after=checks.num_partitions_after)
+    if taken_here:
+        out.seconds["checks"] = _lap(started)
     n0, n1 = checks.num_partitions_before, checks.num_partitions_after
     out.refused = checks.refusal()
     backup_dir = backup_dir or safekeeping.default_backup_dir(ckpt, REPARTITION)
@@ -69,6 +73,7 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
     backup = open_backup(ckpt, backup_dir)
     out.backup_dir = backup.root
     started = time.perf_counter()
+    step = "backup" if before is not None else "scan before and backup"
     # The file listing for the journal runs in the JVM's driver while a scan, when one is still
     # needed, runs on the executors: both read the checkpoint as it is, before any change.
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -83,7 +88,7 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
          "rows_before": {s.label: {"rows": s.rows, "checksum": list(s.checksum)} for s in before}})
     out.lines.append(f"backed up: {len(copies)} metadata files copied to {backup.root}/copy, "
                      f"{len(inventory)} files journaled in {out.journal_path}")
-    out.seconds["backup"] = _lap(started)
+    out.seconds[step] = _lap(started)
     started = time.perf_counter()
     try:
         getattr(ckpt.spark, API_NAME).repartition(ckpt.root, n1, ENFORCE_EXACTLY_ONCE_SINK)

@@ -435,10 +435,16 @@ def test_pairs_that_min_and_max_cannot_decide(spark, hdfs_demo):
             ("late", True, 1, 0, 0, False, True), ("late", False, 2, 8)]:
         rows.append(row(*args))
     schema = jd.history_rows(ckpt, spec, LAST, jd.CHANGE_FEED, 0).schema
-    per_key, counts = jd.classify(spark.createDataFrame(rows, schema), spec, 2, jd.CHANGE_FEED)
+    history = spark.createDataFrame(rows, schema)
+    per_key, counts = jd.classify(history, spec, 2, jd.CHANGE_FEED)
     assert {r["k_field0"]: r["category"] for r in per_key.collect()} == {
         "apart": "outside_time_bounds", "fits": "unmatched_within_bounds",
         "late": "evicted_by_watermark"}
+    # The keys shown get every event time of each side, read from the history.
+    diagnosis = jd.Diagnosis(ckpt, spec, 2, jd.CHANGE_FEED, 0, t0, None, per_key, counts, history)
+    fits = diagnosis.verdicts(["fits"])[0].evidence
+    assert [t[-2:] for t in fits["left"]["times"]] == ["20", "30"]  # t0 + 0 s and + 10 s
+    assert (fits["right"]["times"], fits["gap_seconds"]) == (["2023-11-14 22:13:28"], 2.0)
     assert jd.closest_pair([0, 10_000], [5_000], 3, 3) == (-5.0, 2.0)
     assert jd.closest_pair([0, 10_000], [8_000], 3, 3) == (2.0, 0.0)
 

@@ -44,6 +44,8 @@ CATEGORIES = {
                                "time bounds given, yet Spark did not match them",
     "never_seen": "the key never reached either side's state in the retained batches",
 }
+UNDECIDED = "undecided"  # min and max of the event times left the time condition open
+PAIR_CHECKED = "pair_fits"  # the column _with_pair_checks adds: some pair fits the condition
 CHANGE_FEED = "change feed"
 RETAINED_BATCHES = "retained batches"
 METHODS = (CHANGE_FEED, RETAINED_BATCHES)
@@ -418,28 +420,37 @@ def history_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, star
 
 
 # -- classification ------------------------------------------------------------------------------
-def key_history(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
+def key_history(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int,
+                exact_pairs: bool = False):
     """The per-key figures of ``history_rows`` (:func:`_aggregate`), kept by Spark (memory,
     spilling to disk; nothing collected) for as long as ``ckpt`` lives: the time bounds, the
     counts, the examples and the keys asked about all read the history once. A committed batch's
-    state never changes, so the figures stay true while the query runs on."""
+    state never changes, so the figures stay true while the query runs on. ``exact_pairs``: with
+    the pair check of the keys that min and max cannot decide (:func:`_with_pair_checks`), a second
+    read of the history that only those keys need."""
     from pyspark import StorageLevel
     memo = _read_once(ckpt)
     key = ("history", spec.operator_id, spec.key_fields, spec.left.time_column, spec.right.time_column,
-           batch, method, start)
+           batch, method, start, exact_pairs)
     if key not in memo:
-        rows = history_rows(ckpt, spec, batch, method, start)
-        memo[key] = _aggregate(rows, spec, batch, method).persist(StorageLevel.MEMORY_AND_DISK)
+        if exact_pairs:
+            found = _with_pair_checks(history_rows(ckpt, spec, batch, method, start),
+                                      key_history(ckpt, spec, batch, method, start), spec)
+        else:
+            found = _aggregate(history_rows(ckpt, spec, batch, method, start), spec, batch, method)
+        memo[key] = found.persist(StorageLevel.MEMORY_AND_DISK)
         weakref.finalize(ckpt, memo[key].unpersist).atexit = False
     return memo[key]
 
 
 def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
     """Per join key and side: whether the side is in the state at ``batch``, earliest and latest
-    event time seen, matched, first batch seen, the batch that removed it, its distinct event times
-    (for the exact pair check and the evidence), and the rows of the state of ``batch``: how many,
-    their earliest and latest event time. Two hash aggregations, cheap at any size: per slot, then
-    per key.
+    event time seen, matched, first batch seen, the batch that removed it, and the rows of the
+    state of ``batch``: how many, their earliest and latest event time. Two hash aggregations,
+    cheap at any size: per slot, then per key. No list of each key's event times: collecting
+    lists takes Spark's object aggregation, twice the time of all the rest; the few keys whose
+    min and max cannot decide the time condition get :func:`_with_pair_checks`, and the keys
+    shown get their times read (``Diagnosis.times``).
 
     A key's rows sit in slots 0..n-1 of ``keyWithIndexToValue``: Spark appends at slot n and, when
     it evicts a row, moves the last row into the freed slot and deletes the last slot. So a slot's
@@ -458,8 +469,7 @@ def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
         F.max(F.when(put, F.col("t"))).alias("tmax"),
         F.max("m").alias("matched"),
         F.min(F.when(put, F.col("batch"))).alias("first"),
-        F.min(F.when(F.col("m"), F.col("batch"))).alias("first_matched"),
-        F.collect_set(F.when(put, F.col("t"))).alias("times"))
+        F.min(F.when(F.col("m"), F.col("batch"))).alias("first_matched"))
     if method == CHANGE_FEED:
         held, gone = ~F.col("last.is_delete"), F.col("last.batch")
     else:
@@ -477,8 +487,6 @@ def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
             F.max(F.when(side, F.col("matched"))).alias(f"{p}_matched"),
             F.min(F.when(side, F.col("first"))).alias(f"{p}_first"),
             F.min(F.when(side, F.col("first_matched"))).alias(f"{p}_first_matched"),
-            F.array_sort(F.array_distinct(F.flatten(F.collect_list(
-                F.when(side, F.col("times")))))).alias(f"{p}_times"),
             F.count(F.when(now, True)).alias(f"{p}_rows_now"),
             F.min(F.when(now, F.col("last.t"))).alias(f"{p}_tmin_now"),
             F.max(F.when(now, F.col("last.t"))).alias(f"{p}_tmax_now"),
@@ -490,31 +498,66 @@ def _aggregate(rows, spec: JoinSpec, batch: int, method: str):
     return agg
 
 
-def _with_category(agg, spec: JoinSpec, batch: int):
-    """The category of each key (see ``CATEGORIES``), decided in this order."""
+def _bounds_ms(spec: JoinSpec) -> tuple[int, int]:
+    return int(round(spec.lower_bound_seconds * 1000)), int(round(spec.upper_bound_seconds * 1000))
+
+
+def _disjoint(spec: JoinSpec):
+    """Left time - right time over all of a key's pairs lies in [l_tmin - r_tmax, l_tmax - r_tmin];
+    the condition allows [-lower, +upper]: when the two do not overlap, no pair fits."""
     from pyspark.sql import functions as F
-    lower_ms = int(round(spec.lower_bound_seconds * 1000))
-    upper_ms = int(round(spec.upper_bound_seconds * 1000))
+    lower_ms, upper_ms = _bounds_ms(spec)
+    return (((F.col("l_tmax") - F.col("r_tmin")) < -lower_ms)
+            | ((F.col("l_tmin") - F.col("r_tmax")) > upper_ms))
+
+
+def _undecided(spec: JoinSpec):
+    """Keys seen on both sides whose min and max leave the time condition open: the ranges
+    overlap and a side has several event times (with one time per side the gap is exact)."""
+    from pyspark.sql import functions as F
+    single = (F.col("l_tmin") == F.col("l_tmax")) & (F.col("r_tmin") == F.col("r_tmax"))
+    return F.col("l_seen") & F.col("r_seen") & ~single & ~_disjoint(spec)
+
+
+def _with_pair_checks(rows, agg, spec: JoinSpec):
+    """``agg`` with ``PAIR_CHECKED``: for each key :func:`_undecided` picks, whether some pair of
+    its left and right event times satisfies the time condition (null for the others). A join of
+    those keys' distinct times, side against side, within the bounds."""
+    from pyspark.sql import functions as F
+    keys = [f"k_{f}" for f in spec.key_fields]
+    lower_ms, upper_ms = _bounds_ms(spec)
+    open_keys = agg.where(_undecided(spec)).select(*keys)
+    times = (rows.where(~F.col("is_delete") & F.col("t").isNotNull())
+             .select(*keys, "is_left", "t").distinct().join(open_keys, keys, "left_semi"))
+    left = times.where(F.col("is_left")).select(*keys, F.col("t").alias("lt"))
+    right = times.where(~F.col("is_left")).select(*keys, F.col("t").alias("rt"))
+    fitting = (left.join(right, keys).where((F.col("lt") >= F.col("rt") - lower_ms)
+                                            & (F.col("lt") <= F.col("rt") + upper_ms))
+               .select(*keys).distinct().withColumn("_fits", F.lit(True)))
+    return (agg.join(fitting, keys, "left")
+            .withColumn(PAIR_CHECKED, F.when(_undecided(spec), F.coalesce("_fits", F.lit(False))))
+            .drop("_fits"))
+
+
+def _with_category(agg, spec: JoinSpec, batch: int):
+    """The category of each key (see ``CATEGORIES``), decided in this order (``UNDECIDED`` for the
+    keys that need :func:`_with_pair_checks` first)."""
+    from pyspark.sql import functions as F
     for p in ("l", "r"):  # removed: seen, not there now: the batch whose watermark removed it
         agg = agg.withColumn(f"{p}_removed", F.when(~F.col(f"{p}_present") & F.col(f"{p}_seen"),
                                                     F.col(f"{p}_gone")))
     l_seen, r_seen = F.col("l_seen"), F.col("r_seen")
     both = l_seen & r_seen
-    # left time - right time over all pairs lies in [gap_min, gap_max]; the condition allows
-    # [-lower, +upper]. Disjoint: no pair fits. One time per side: the gap is exact. Otherwise
-    # (rare: several times on both sides) each pair of the key's distinct times is checked.
-    gap_min, gap_max = F.col("l_tmin") - F.col("r_tmax"), F.col("l_tmax") - F.col("r_tmin")
-    disjoint = (gap_max < -lower_ms) | (gap_min > upper_ms)
-    single = (F.col("l_tmin") == F.col("l_tmax")) & (F.col("r_tmin") == F.col("r_tmax"))
-    some_pair = F.exists("l_times", lambda lt: F.exists(
-        "r_times", lambda rt: (lt >= rt - lower_ms) & (lt <= rt + upper_ms)))
-    pair_fits = F.when(disjoint, False).when(single, True).otherwise(some_pair)
+    # Keys min and max cannot decide: null until _with_pair_checks has checked them pair by pair.
+    checked = F.col(PAIR_CHECKED) if PAIR_CHECKED in agg.columns else F.lit(None)
+    pair_fits = F.when(_undecided(spec), checked).otherwise(~_disjoint(spec))
     never = F.lit(batch + 1)
     together = ((F.coalesce("l_removed", never) > F.coalesce("r_first", never))
                 & (F.coalesce("r_removed", never) > F.coalesce("l_first", never)))
     matched = F.coalesce("l_matched", F.lit(False)) | F.coalesce("r_matched", F.lit(False))
     category = (F.when(matched, "joined")
                 .when(~l_seen & ~r_seen, "never_seen")
+                .when(both & pair_fits.isNull(), UNDECIDED)
                 .when(both & ~pair_fits, "outside_time_bounds")
                 .when(both & together, "unmatched_within_bounds")
                 .when(both, "evicted_by_watermark")
@@ -527,14 +570,20 @@ def _with_category(agg, spec: JoinSpec, batch: int):
 def classify(rows, spec: JoinSpec, batch: int, method: str, action: str = "classifying"):
     """``(per_key, counts)`` of any ``rows`` in the shape of ``history_rows``: one row per
     key with its evidence columns and category, and the number of keys per category."""
-    return _classified(_aggregate(rows, spec, batch, method), spec, batch, action)
+    agg = _aggregate(rows, spec, batch, method)
+    return _classified(agg, spec, batch, action,
+                       lambda: _with_pair_checks(rows, agg, spec))
 
 
-def _classified(agg, spec: JoinSpec, batch: int, action: str):
+def _classified(agg, spec: JoinSpec, batch: int, action: str, with_pair_checks):
+    """Categories and their counts; where min and max left some keys undecided, again on
+    ``with_pair_checks()`` (the same keys, those checked pair by pair)."""
     per_key = _with_category(agg, spec, batch)
     with spark_errors(action):
         counts = {r["category"]: int(r["count"])
                   for r in per_key.groupBy("category").count().collect()}
+    if counts.get(UNDECIDED):
+        return _classified(with_pair_checks(), spec, batch, action, None)
     return per_key, {c: counts.get(c, 0) for c in CATEGORIES}
 
 
@@ -562,6 +611,7 @@ class Diagnosis:
     next_watermark_ms: int | None  # the one it committed for the next batch (its commit)
     per_key: object  # pyspark DataFrame: one row per key with its evidence and category
     counts: dict = field(default_factory=dict)  # category -> keys found in the state's history
+    history: object = None  # pyspark DataFrame: the rows classified (``history_rows``)
     _watermarks: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -618,24 +668,47 @@ class Diagnosis:
             picked = ranked.where(F.col("_n") <= per_category).drop("_first").collect()
         order = list(CATEGORIES)
         picked.sort(key=lambda r: (order.index(r["category"]), r["_n"]))
-        return [self._verdict(tuple(r[c] for c in cols), r) for r in picked]
+        return self._verdicts(picked)
+
+    def _verdicts(self, found: list) -> list[Verdict]:
+        """Verdicts of rows of ``per_key``, in their order."""
+        cols = [f"k_{f}" for f in self.spec.key_fields]
+        keys = [tuple(r[c] for c in cols) for r in found]
+        times = self._times(found)
+        return [self._verdict(key, r, times.get(key, {})) for key, r in zip(keys, found)]
+
+    def _times(self, found: list) -> dict:
+        """key -> {"l": [...], "r": [...]}: each side's distinct event times (ms, ascending) of
+        rows of ``per_key``. From min and max where those say it all (one time, or none); the
+        other keys' from the history, in one Spark job."""
+        from pyspark.sql import functions as F
+        cols = [f"k_{f}" for f in self.spec.key_fields]
+        out, wanted = {}, []
+        for r in found:
+            key = tuple(r[c] for c in cols)
+            out[key] = {p: [] if r[f"{p}_tmin"] is None else [r[f"{p}_tmin"]] for p in "lr"}
+            if any(r[f"{p}_tmin"] != r[f"{p}_tmax"] for p in "lr"):
+                wanted.append(key)
+        if wanted and self.history is not None:
+            with spark_errors("reading the event times of the keys shown"):
+                read = (self.history.where(_one_of(cols, wanted) & ~F.col("is_delete"))
+                        .groupBy(*cols, "is_left")
+                        .agg(F.array_sort(F.collect_set("t")).alias("times")).collect())
+            for r in read:
+                out[tuple(r[c] for c in cols)]["l" if r["is_left"] else "r"] = list(r["times"])
+        return out
 
     # -- evidence --------------------------------------------------------------------------------
     def _evidence(self, keys: list[tuple]) -> dict:
         """Verdicts of the keys found in the state's history, from their rows of ``per_key``."""
-        from pyspark.sql import functions as F
         if not keys:
             return {}
         cols = [f"k_{f}" for f in self.spec.key_fields]
-        match = reduce(lambda a, b: a | b, [
-            reduce(lambda x, y: x & y, [F.col(c) == F.lit(v) for c, v in zip(cols, key)])
-            for key in keys])
         with spark_errors("reading the evidence of the keys shown"):
-            found = self.per_key.where(match).collect()
-        return {tuple(r[c] for c in cols): self._verdict(tuple(r[c] for c in cols), r)
-                for r in found}
+            found = self.per_key.where(_one_of(cols, keys)).collect()
+        return {tuple(r[c] for c in cols): v for r, v in zip(found, self._verdicts(found))}
 
-    def _side_evidence(self, agg, p: str) -> dict:
+    def _side_evidence(self, agg, p: str, times: list) -> dict:
         if agg is None:
             return {"rows_now": 0, "times": [], "matched": False, "first_batch": None,
                     "removed_batch": None, "removed_at_watermark": None, "_tmax_now": None,
@@ -643,7 +716,7 @@ class Diagnosis:
         removed = agg[f"{p}_removed"]
         return {
             "rows_now": int(agg[f"{p}_rows_now"]),
-            "times": [format_utc(t, zone=False) for t in agg[f"{p}_times"]],
+            "times": [format_utc(t, zone=False) for t in times],
             "matched": bool(agg[f"{p}_matched"]),
             "first_batch": agg[f"{p}_first"],
             "removed_batch": removed,
@@ -653,12 +726,14 @@ class Diagnosis:
             "_present": bool(agg[f"{p}_present"]),
         }
 
-    def _verdict(self, key: tuple, agg) -> Verdict:
-        """A key's verdict from its row of ``per_key`` (None: the key is not in the history)."""
+    def _verdict(self, key: tuple, agg, times: dict | None = None) -> Verdict:
+        """A key's verdict from its row of ``per_key`` (None: the key is not in the history) and
+        each side's event times (``_times``)."""
         spec = self.spec
+        times = times or {}
         category = agg["category"] if agg is not None else "never_seen"
-        left = self._side_evidence(agg, "l")
-        right = self._side_evidence(agg, "r")
+        left = self._side_evidence(agg, "l", times.get("l", []))
+        right = self._side_evidence(agg, "r", times.get("r", []))
         evidence = {"batch_id": self.batch_id,
                     "watermark": format_utc(self.watermark_ms, zone=False),
                     "next_watermark": format_utc(self.next_watermark_ms, zone=False),
@@ -669,8 +744,8 @@ class Diagnosis:
                 evidence["warning"] = (f"the history says the {name} side is "
                                        f"{'' if side['_present'] else 'not '}in the state of batch "
                                        f"{self.batch_id}, the state itself says otherwise")
-        if agg is not None and agg["l_times"] and agg["r_times"]:
-            gap, beyond = closest_pair(agg["l_times"], agg["r_times"], spec.lower_bound_seconds,
+        if times.get("l") and times.get("r"):
+            gap, beyond = closest_pair(times["l"], times["r"], spec.lower_bound_seconds,
                                        spec.upper_bound_seconds)
             evidence.update({"gap_seconds": gap,
                              "allowed_gap_seconds": [-spec.lower_bound_seconds,
@@ -719,11 +794,21 @@ def diagnose(ckpt: Checkpoint, spec: JoinSpec, batch_id: int = -1, method: str =
     if not oldest <= start <= batch:
         raise RunbookError(f"history_start {start} is outside {oldest}..{batch}: the retained "
                            f"batches up to the diagnosed one")
-    per_key, counts = _classified(key_history(ckpt, spec, batch, method, start), spec, batch,
-                                  f"classifying the join keys of operator {spec.operator_id} at "
-                                  f"batch {batch}")
+    per_key, counts = _classified(
+        key_history(ckpt, spec, batch, method, start), spec, batch,
+        f"classifying the join keys of operator {spec.operator_id} at batch {batch}",
+        lambda: key_history(ckpt, spec, batch, method, start, exact_pairs=True))
     return Diagnosis(ckpt, spec, batch, method, start, ckpt.offsets(batch).watermark_ms,
-                     ckpt.next_watermark_ms(batch), per_key, counts)
+                     ckpt.next_watermark_ms(batch), per_key, counts,
+                     history_rows(ckpt, spec, batch, method, start))
+
+
+def _one_of(cols: list[str], keys: list[tuple]):
+    """A filter: the key columns ``cols`` equal one of ``keys``."""
+    from pyspark.sql import functions as F
+    return reduce(lambda a, b: a | b, [
+        reduce(lambda x, y: x & y, [F.col(c) == F.lit(v) for c, v in zip(cols, key)])
+        for key in keys])
 
 
 # -- pure helpers (no Spark) ----------------------------------------------------------------------

@@ -15,8 +15,9 @@ setup: java-check $(STAMP)
 java-check:
 	@$(PYTHON) lib/state_runbooks/environment.py
 
-# Reinstalled when the dependencies or their pins change; otherwise setup is a no-op.
-$(STAMP): pyproject.toml constraints.txt
+# Reinstalled when the dependencies, their pins or the kernel configuration change; otherwise
+# setup is a no-op.
+$(STAMP): pyproject.toml constraints.txt lib/state_runbooks/resources/ipython_kernel_config.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"

@@ -101,3 +101,30 @@ def test_an_exited_jvm_is_reaped_so_a_kernel_shutting_down_does_not_wait_for_it(
         "    time.sleep(0.05)\n"
         "print([c.status() for c in psutil.Process().children()])\n")
     assert result.stdout.strip() == "[]", result.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_a_kernel_shutting_down_leaves_spark_s_jvm_to_exit_by_itself():
+    """The installed kernel configuration runs RunbookKernel: at shutdown it does not signal or wait
+    for Spark's JVM (IPython's kernel waited about 1.4 s for it), and the JVM still exits, as after
+    a plain script, once the kernel is gone."""
+    import psutil
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    printed = []
+    try:
+        client.execute_interactive(
+            "from state_runbooks.session import get_spark\n"
+            "jvm = get_spark('local[1]').sparkContext._gateway.proc.pid\n"
+            "kernel = get_ipython().kernel\n"
+            "print(type(kernel).__name__, jvm, jvm in [c.pid for c in kernel._process_children()])",
+            output_hook=lambda msg: printed.append(msg["content"].get("text", "")), timeout=120)
+    finally:
+        manager.shutdown_kernel(now=False)
+    kernel_class, jvm, signalled = "".join(printed).split()
+    assert (kernel_class, signalled) == ("RunbookKernel", "False")
+    try:
+        psutil.Process(int(jvm)).wait(timeout=60)
+    except psutil.NoSuchProcess:
+        pass  # already gone

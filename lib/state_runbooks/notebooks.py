@@ -5,7 +5,7 @@ Command line (installed as ``state-runbooks``)::
     state-runbooks demo [--out out/]             # every runbook on its demo: .ipynb, .html, .json
     state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
     state-runbooks run 03_inspect_state --demo   # on the demo (a run names its checkpoint otherwise)
-    state-runbooks install-kernel-config         # keep JVM output out of notebook cells
+    state-runbooks install-kernel-config         # the kernel: JVM output out of cells, quick exit
     state-runbooks golden [03_inspect_state]     # refresh the outputs nbval compares
     state-runbooks connect-server [--port 15002] # a local Spark Connect server, until Ctrl-C
 """
@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--out", default="out", help="output folder (default: out)")
     run.add_argument("--demo", action="store_true",
                      help="with no checkpoint_path, run on the demo (without: refuse)")
-    sub.add_parser("install-kernel-config", help="keep JVM output out of notebook cells")
+    sub.add_parser("install-kernel-config", help="install the kernel configuration: JVM output "
+                   "kept out of notebook cells, no wait for the JVM at shutdown")
     golden = sub.add_parser("golden", help="refresh the outputs nbval compares (after a change)")
     golden.add_argument("notebooks", nargs="*", help="notebook names; default: all")
     server = sub.add_parser("connect-server", help="run a local Spark Connect server (Ctrl-C stops)")

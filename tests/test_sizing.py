@@ -296,6 +296,26 @@ def test_continuous_query_counts_shared_rows_once(spark, tmp_path):
     assert reported < continuous.heap_bytes  # once: SizeEstimator's sampling reads low
 
 
+def _measured_both_ways(ckpt, monkeypatch, earlier_rows_source: str):
+    """The newest batch's single store measured with its earlier rows from ``earlier_rows_source``,
+    checked equal to the measurement that reads the state at those batches and, independently, to
+    Spark's count per partition of the batch before; returns the first measurement."""
+    from state_runbooks.sizing import measurement
+
+    (m,) = sizing.measure_stores(ckpt)
+    assert m.earlier_rows_source == earlier_rows_source
+    monkeypatch.setattr(measurement, "EARLIER_ROWS_FROM_CHANGES", False)
+    (read,) = sizing.measure_stores(ckpt)
+    assert read.earlier_rows_source == "state"
+    assert m.partitions == read.partitions and m.estimate == read.estimate
+    counted = (read_state(ckpt, 0, batch_id=ckpt.last_committed_batch_id - 1)
+               .groupBy("partition_id").count().collect())
+    before = {r["partition_id"]: r["count"] for r in counted}
+    assert [p.old_rows for p in m.partitions] == [before.get(p, 0)
+                                                  for p in range(len(m.partitions))]
+    return m
+
+
 def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_path, monkeypatch):
     """A deduplication puts only keys it does not hold and removes only keys it holds: the rows
     of the two batches before, per partition, follow from the change feed alone, and the
@@ -303,7 +323,6 @@ def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_pat
     4 s of event time per batch behind a 5 s delay; duplicates within and across batches)."""
     from state_runbooks.demo import provider_conf
     from state_runbooks.session import session_conf
-    from state_runbooks.sizing import measurement
 
     path = str(tmp_path / "dedup")
     events = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 12)
@@ -318,18 +337,8 @@ def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_pat
         for _ in range(4):
             (events.writeStream.format("noop").option("checkpointLocation", path)
              .trigger(availableNow=True).start().awaitTermination())
-    ckpt = Checkpoint(spark, path)
-    batch = ckpt.last_committed_batch_id
-    (m,) = sizing.measure_stores(ckpt)
-    assert (m.churn_source, m.earlier_rows_source) == ("change feed", "change feed")
-    monkeypatch.setattr(measurement, "EARLIER_ROWS_FROM_CHANGES", False)
-    (read,) = sizing.measure_stores(ckpt)
-    assert read.earlier_rows_source == "state"
-    assert m.partitions == read.partitions and m.estimate == read.estimate
-    # Independently: the rows of the batch before, per partition, as Spark's reader counts them.
-    counted = read_state(ckpt, 0, batch_id=batch - 1).groupBy("partition_id").count().collect()
-    before = {r["partition_id"]: r["count"] for r in counted}
-    assert [p.old_rows for p in m.partitions] == [before.get(p, 0) for p in range(3)]
+    m = _measured_both_ways(Checkpoint(spark, path), monkeypatch, "change feed")
+    assert m.churn_source == "change feed"
     assert any(p.removed for p in m.partitions) and any(p.inserted for p in m.partitions)
 
 
@@ -347,6 +356,42 @@ def test_earlier_rows_replayed_from_two_batches_back_equal_the_state(spark, demo
     (read,) = sizing.measure_stores(ckpt)
     assert (m.earlier_rows_source, read.earlier_rows_source) == ("state and change feed", "state")
     assert m.partitions == read.partitions and m.estimate == read.estimate
+    assert any(p.replaced for p in m.partitions)  # keys it held, updated
+
+
+def test_replayed_rows_with_keys_put_updated_and_evicted_equal_the_state(spark, tmp_path,
+                                                                        monkeypatch):
+    """A windowed count on RocksDB with changelog checkpointing (the production shape's
+    provider): 4 s windows, 2 s of event time per batch and a 1 s watermark, so each window is
+    put, updated a batch later and evicted by the watermark. The batch replayed (the one before
+    the newest) both puts new keys and removes evicted ones; the rows of the two batches before,
+    per partition, equal the measurement that reads them (and Spark's own count of the batch
+    before)."""
+    from state_runbooks.demo import provider_conf
+    from state_runbooks.session import session_conf
+    from state_runbooks.state_reader import read_state_changes
+
+    path = str(tmp_path / "window")
+    counts = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 12)
+              .option("numPartitions", 2).option("startTimestamp", 1_700_000_000_000)
+              .option("advanceMillisPerBatch", 2000).load()
+              .withWatermark("timestamp", "1 second")
+              .groupBy(F.window("timestamp", "4 seconds"), (F.col("value") % 5).alias("user"))
+              .count())
+    conf = {"spark.sql.shuffle.partitions": "3",
+            "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+            **provider_conf("rocksdb_changelog")}
+    with session_conf(spark, conf):
+        for _ in range(6):
+            (counts.writeStream.format("noop").outputMode("append")
+             .option("checkpointLocation", path).trigger(availableNow=True).start()
+             .awaitTermination())
+    ckpt = Checkpoint(spark, path)
+    batch = ckpt.last_committed_batch_id
+    between = {r["change_type"] for r in read_state_changes(ckpt, 0, "default", batch - 1,
+                                                            batch - 1).collect()}
+    assert between == {"update", "delete"}  # keys put and keys evicted in the batch replayed
+    m = _measured_both_ways(ckpt, monkeypatch, "state and change feed")
     assert any(p.replaced for p in m.partitions)  # keys it held, updated
 
 

@@ -196,75 +196,117 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
     ``last_change`` from the state change feed, for the units Spark serves one
     (:func:`~state_runbooks.operators.serves_change_feed`; not with ``with_changes=False``).
     The ``replayed`` units' rows at ``replay_from`` and the batch after come from their state at
-    ``replay_from`` and that batch's changes (keys both put and removed in it counted under
-    ``_MIXED + label`` instead). Returns ``(rows, changes, labels with a change feed)``."""
+    ``replay_from`` and that batch's changes (:func:`_replay`; keys both put and removed in it
+    counted under ``_MIXED + label`` instead). Returns ``(rows, changes, labels with a change
+    feed)``."""
     from pyspark.sql import functions as F
 
-    columns = ["store", "batch_id", "partition_id", "kind", "key_hash"]
-    frames = [union_over_batches(ckpt, u.operator_id, u.store_name,
-                                 sorted(batches_by_unit[u.label]),
-                                 [F.lit(u.label).alias("store"), "partition_id",
-                                  F.lit("rows").alias("kind"), F.lit(None).cast("long")
-                                  .alias("key_hash")], u.state_variable).select(*columns)
+    # ``n``: the rows (or keys) a line stands for, summed per store, batch, partition and kind.
+    columns = ["store", "batch_id", "partition_id", "kind", "n"]
+    frames = [per_core_tasks(ckpt.spark, union_over_batches(
+        ckpt, u.operator_id, u.store_name, sorted(batches_by_unit[u.label]),
+        [F.lit(u.label).alias("store"), "partition_id", F.lit("rows").alias("kind"),
+         F.lit(1).cast("long").alias("n")], u.state_variable)).select(*columns)
               for u in units if batches_by_unit.get(u.label)]
     fed = {u.label for u in units if serves_change_feed(ckpt, u)}
-    for u in units:
-        if u.label in fed and with_changes:
-            frames.append(read_state_changes(ckpt, u.operator_id, u.store_name, first_change,
-                                             last_change)
-                          .select(F.lit(u.label).alias("store"), "batch_id", "partition_id",
-                                  F.col("change_type").alias("kind"),
-                                  F.xxhash64("key").alias("key_hash")))
-    frames += [_replay(ckpt, u, replay_from).select(*columns) for u in units
-               if u.label in replayed]
-    if not frames:
-        return {}, {}, fed
-    combined = per_core_tasks(ckpt.spark, reduce(lambda a, b: a.unionByName(b), frames))
-    counted = combined.groupBy(*columns[:4]).agg(F.count(F.lit(1)).alias("rows"),
-                                                 F.countDistinct("key_hash").alias("keys"))
-    with spark_errors(f"reading earlier row counts and the changes of batches {first_change}.."
-                      f"{last_change}"):
-        result = counted.collect()
+    # Each unit's changed keys (a batch's changes: few beside the state), kept by Spark while
+    # the job runs: the change counts and the replay read the feed once.
+    changed = {u.label: _changed_keys(ckpt, u, first_change, last_change).persist()
+               for u in units if u.label in fed and with_changes}
+    covered = replay_from is not None and first_change <= replay_from + 1 <= last_change
+    replay_keys = {u.label: (changed[u.label] if covered and u.label in changed else
+                             _changed_keys(ckpt, u, replay_from + 1, replay_from + 1).persist())
+                   for u in units if u.label in replayed}
+    try:
+        for u in units:
+            if u.label in fed and with_changes:
+                frames.append(_change_counts(u, changed[u.label]).select(*columns))
+            if u.label in replayed:
+                frames.append(_replay(ckpt, u, replay_from, replay_keys[u.label])
+                              .select(*columns))
+        if not frames:
+            return {}, {}, fed
+        counted = reduce(lambda a, b: a.unionByName(b), frames).groupBy(*columns[:4]).agg(
+            F.sum("n").alias("n"))
+        with spark_errors(f"reading earlier row counts and the changes of batches "
+                          f"{first_change}..{last_change}"):
+            result = counted.collect()
+    finally:
+        for frame in {id(f): f for f in [*changed.values(), *replay_keys.values()]}.values():
+            frame.unpersist()
     rows, changes = {}, {}
     for r in result:
         key = (r["store"], int(r["batch_id"]), int(r["partition_id"]))
         if r["kind"] == "rows":
-            rows[key] = int(r["rows"])
+            rows[key] = int(r["n"])
         else:
             put, removed = changes.get(key, (0, 0))
-            changes[key] = ((int(r["keys"]), removed) if r["kind"] == "update"
-                            else (put, int(r["keys"])))
+            changes[key] = ((int(r["n"]), removed) if r["kind"] == "update"
+                            else (put, int(r["n"])))
     return rows, changes, fed
 
 
-def _replay(ckpt, unit, first: int):
-    """A row per key present in ``unit`` (a store read by its name) at ``first`` and at
-    ``first + 1`` (``store``,
-    ``batch_id``, ``partition_id``, ``kind`` "rows"): its state at ``first``, then the next
-    batch's puts and removes; a key that batch both put and removed comes out as ``_MIXED``."""
+def _changed_keys(ckpt, unit, first: int, last: int):
+    """A row per key each batch of ``first`` .. ``last`` changed in ``unit`` (``batch_id``,
+    ``partition_id``, ``key``): ``put`` 1 when the batch put it, ``removed`` 1 when it removed it
+    (both: the feed does not order them). A shuffle of the changes only."""
     from pyspark.sql import functions as F
 
-    key = F.xxhash64("key").alias("key_hash")
-    events = read_state(ckpt, unit.operator_id, unit.store_name, first).select(
-        "partition_id", key, F.lit(1).alias("held"), F.lit(0).alias("put"),
-        F.lit(0).alias("removed")).unionByName(
-        read_state_changes(ckpt, unit.operator_id, unit.store_name, first + 1, first + 1).select(
-            "partition_id", key, F.lit(0).alias("held"),
-            (F.col("change_type") == "update").cast("int").alias("put"),
-            (F.col("change_type") == "delete").cast("int").alias("removed")))
-    per_key = per_core_tasks(ckpt.spark, events).groupBy("partition_id", "key_hash").agg(
-        *[F.max(c).alias(c) for c in ("held", "put", "removed")])
-    held, put, removed = (F.col(c) == 1 for c in ("held", "put", "removed"))
+    feed = read_state_changes(ckpt, unit.operator_id, unit.store_name, first, last)
+    return per_core_tasks(ckpt.spark, feed).groupBy("batch_id", "partition_id", "key").agg(
+        F.max((F.col("change_type") == "update").cast("long")).alias("put"),
+        F.max((F.col("change_type") == "delete").cast("long")).alias("removed"))
+
+
+def _change_counts(unit, changed_keys):
+    """The distinct keys put and removed per batch and partition (``store``, ``batch_id``,
+    ``partition_id``, ``kind`` "update" or "delete", ``n``) from :func:`_changed_keys`."""
+    from pyspark.sql import functions as F
+
+    kinds = F.array(F.struct(F.lit("update").alias("kind"), F.col("put").alias("n")),
+                    F.struct(F.lit("delete").alias("kind"), F.col("removed").alias("n")))
+    return changed_keys.groupBy("batch_id", "partition_id").agg(
+        F.sum("put").alias("put"), F.sum("removed").alias("removed")).select(
+        F.lit(unit.label).alias("store"), "batch_id", "partition_id",
+        F.explode(kinds).alias("c")).select("store", "batch_id", "partition_id", "c.kind",
+                                            F.col("c.n").cast("long").alias("n"))
+
+
+def _replay(ckpt, unit, first: int, changed_keys):
+    """Rows per partition of ``unit`` (a store read by its name) at ``first`` and at
+    ``first + 1`` (``store``, ``batch_id``, ``partition_id``, ``kind`` "rows", ``n``), with no
+    grouping of the state by key: its rows at ``first`` counted per partition, those of the keys
+    the next batch did not change counted again for ``first + 1``, plus the changed keys it left
+    in the state (their change a put). ``changed_keys``: :func:`_changed_keys` of a range with
+    ``first + 1``. The changed keys are one batch's, few beside the state: they are broadcast to
+    the state's scan. A key that batch both put and removed is counted under ``_MIXED + label``
+    (the feed does not order them; the caller reads the state instead)."""
+    from pyspark.sql import functions as F
+
     label = F.lit(unit.label)
-    rows = F.filter(F.array(
-        F.when(held, F.struct(F.lit(first).cast("long").alias("batch_id"), label.alias("store"))),
-        F.when(put & removed, F.struct(F.lit(first + 1).cast("long").alias("batch_id"),
-                                       F.lit(_MIXED + unit.label).alias("store")))
-        .when((held | put) & ~removed, F.struct(F.lit(first + 1).cast("long").alias("batch_id"),
-                                                label.alias("store")))), lambda x: x.isNotNull())
-    return per_key.select("partition_id", F.explode(rows).alias("r")).select(
+    changes = changed_keys.where(F.col("batch_id") == first + 1)
+    changed = changes.select("partition_id", "key", F.lit(1).alias("changed"))
+    state = per_core_tasks(ckpt.spark, read_state(ckpt, unit.operator_id, unit.store_name, first)
+                           .select("partition_id", "key"))
+    held = state.join(F.broadcast(changed), ["partition_id", "key"], "left").groupBy(
+        "partition_id").agg(F.count(F.lit(1)).alias("at_first"),
+                            F.count(F.when(F.col("changed").isNull(), 1)).alias("unchanged"))
+    from_state = held.select("partition_id", F.explode(F.array(
+        F.struct(label.alias("store"), F.lit(first).cast("long").alias("batch_id"),
+                 F.col("at_first").alias("n")),
+        F.struct(label.alias("store"), F.lit(first + 1).cast("long").alias("batch_id"),
+                 F.col("unchanged").alias("n")))).alias("r"))
+    kept = changes.where("put = 1").groupBy("partition_id").agg(
+        F.sum(1 - F.col("removed")).alias("kept"), F.sum("removed").alias("mixed"))
+    from_changes = kept.select("partition_id", F.explode(F.array(
+        F.struct(label.alias("store"), F.lit(first + 1).cast("long").alias("batch_id"),
+                 F.col("kept").alias("n")),
+        F.struct(F.lit(_MIXED + unit.label).alias("store"),
+                 F.lit(first + 1).cast("long").alias("batch_id"), F.col("mixed").alias("n"))))
+        .alias("r")).where("r.n > 0")
+    return from_state.unionByName(from_changes).select(
         "r.store", "r.batch_id", "partition_id", F.lit("rows").alias("kind"),
-        F.lit(None).cast("long").alias("key_hash"))
+        F.col("r.n").cast("long").alias("n"))
 
 
 def _new_keys_only(ckpt, report) -> bool:

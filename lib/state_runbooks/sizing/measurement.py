@@ -5,7 +5,9 @@ the row counts show, and from that what the HDFS-backed provider holds in memory
 The row counts of the two batches before come from the change feed alone where the operator only
 ever puts keys its state does not hold (a deduplication: Spark looks the key up and puts it only
 when absent, and removes only keys it holds): rows before = rows now - keys put + keys removed,
-exact, and no state is loaded again. Elsewhere they are read from the state at those batches.
+exact, and no state is loaded again. Other operators with a change feed: the state two batches
+back counted per partition, and the keys the batch between changed (broadcast to that scan) tell
+which of its rows that batch kept; no key of the state is shuffled. Without a feed: read at each.
 """
 from __future__ import annotations
 

@@ -391,8 +391,14 @@ def test_replayed_rows_with_keys_put_updated_and_evicted_equal_the_state(spark, 
     between = {r["change_type"] for r in read_state_changes(ckpt, 0, "default", batch - 1,
                                                             batch - 1).collect()}
     assert between == {"update", "delete"}  # keys put and keys evicted in the batch replayed
+    from state_runbooks.sizing import measurement
+
+    monkeypatch.setattr(measurement, "MAX_BROADCAST_KEYS", 0)  # changed keys joined by a shuffle
+    (shuffled,) = sizing.measure_stores(ckpt)
+    monkeypatch.undo()
     m = _measured_both_ways(ckpt, monkeypatch, "state and change feed")
     assert any(p.replaced for p in m.partitions)  # keys it held, updated
+    assert shuffled.partitions == m.partitions
 
 
 def test_rocksdb_checkpoint_without_change_feed(spark, demo_factory):

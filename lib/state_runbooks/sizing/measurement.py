@@ -188,6 +188,8 @@ def disk_totals(measurements: list[StoreMeasurement]) -> dict:
 
 
 _MIXED = "mixed:"  # keys a replayed batch both put and removed: the feed does not order them
+# At most this many changed keys of a batch are broadcast to a scan of the state (more: shuffled).
+MAX_BROADCAST_KEYS = 200_000
 
 
 def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int,
@@ -280,8 +282,8 @@ def _replay(ckpt, unit, first: int, changed_keys):
     grouping of the state by key: its rows at ``first`` counted per partition, those of the keys
     the next batch did not change counted again for ``first + 1``, plus the changed keys it left
     in the state (their change a put). ``changed_keys``: :func:`_changed_keys` of a range with
-    ``first + 1``. The changed keys are one batch's, few beside the state: they are broadcast to
-    the state's scan. A key that batch both put and removed is counted under ``_MIXED + label``
+    ``first + 1``. The changed keys are one batch's, usually few beside the state: up to
+    ``MAX_BROADCAST_KEYS`` are broadcast to the state's scan. A key that batch both put and removed is counted under ``_MIXED + label``
     (the feed does not order them; the caller reads the state instead)."""
     from pyspark.sql import functions as F
 
@@ -290,7 +292,11 @@ def _replay(ckpt, unit, first: int, changed_keys):
     changed = changes.select("partition_id", "key", F.lit(1).alias("changed"))
     state = per_core_tasks(ckpt.spark, read_state(ckpt, unit.operator_id, unit.store_name, first)
                            .select("partition_id", "key"))
-    held = state.join(F.broadcast(changed), ["partition_id", "key"], "left").groupBy(
+    # Broadcast only a bounded number of keys, so the driver's memory stays flat in keys; a
+    # batch that changed more is joined with a shuffle instead.
+    few = changes.count() <= MAX_BROADCAST_KEYS
+    held = state.join(F.broadcast(changed) if few else changed, ["partition_id", "key"],
+                      "left").groupBy(
         "partition_id").agg(F.count(F.lit(1)).alias("at_first"),
                             F.count(F.when(F.col("changed").isNull(), 1)).alias("unchanged"))
     from_state = held.select("partition_id", F.explode(F.array(

@@ -152,9 +152,11 @@ class HadoopFS:
 
     def walk(self, rel: str = "") -> dict[str, FileEntry]:
         """Every file below ``rel`` (recursive), by path relative to the root; absent: empty.
-        One glob per depth level (``rel/*``, ``rel/*/*``, ...): a few JVM calls for a whole tree
-        where listing folder by folder takes one per folder (a 200-partition checkpoint has
-        thousands)."""
+        One glob per depth level over the folders found at the level above (``rel/*``, then
+        ``{rel/a,rel/b,...}/*``, ...): a few JVM calls for a whole tree where listing folder by
+        folder takes one per folder (a 200-partition checkpoint has thousands), and no folder is
+        listed twice (a glob of ``rel/*/*/*`` lists every level above again: 2.1 s instead of
+        1.2 s for 26,000 files)."""
         base = rel.strip("/")
         path = self._path(base)
         if not self._fs.exists(path):
@@ -163,17 +165,23 @@ class HadoopFS:
         if _GLOB_CHARS.search(prefix):  # the root itself would be read as a pattern
             return self._walk_folder_by_folder(base)
         out: dict[str, FileEntry] = {}
-        for depth in range(1, _MAX_DEPTH + 1):
-            statuses = self._fs.globStatus(self._path(base + "/*" * depth if base else
-                                                      "/".join("*" * depth)))
+        folders = [base]
+        for _ in range(_MAX_DEPTH):
+            if any(_GLOB_CHARS.search(f) or "," in f for f in folders):
+                return self._walk_folder_by_folder(base)  # a name a pattern would misread
+            pattern = (folders[0] if len(folders) == 1 else "{" + ",".join(folders) + "}") + "/*"
+            statuses = self._fs.globStatus(self._path(pattern.lstrip("/")))
             found = self._statuses(statuses) if statuses is not None else []
             if any(not full.startswith(prefix) for full, *_ in found):
                 return self._walk_folder_by_folder(base)  # paths written another way: be exact
+            folders = []
             for full, is_dir, size, mtime in found:
                 child = (f"{base}/" if base else "") + full[len(prefix):].rstrip("/")
-                if not is_dir:
+                if is_dir:
+                    folders.append(child)
+                else:
                     out[child] = FileEntry(child, False, size, mtime)
-            if not any(is_dir for _, is_dir, *_ in found):
+            if not folders:
                 return dict(sorted(out.items()))
         return self._walk_folder_by_folder(base)
 

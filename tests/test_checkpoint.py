@@ -44,6 +44,27 @@ def test_reads_each_provider_setup(spark, demo_factory, provider, kind, changelo
     assert disk["retained_bytes"] >= disk["latest_version_bytes"] > 0
 
 
+@pytest.mark.parametrize("workload,provider", [("two_operators", "rocksdb_changelog"),
+                                               ("join", "hdfs")])
+def test_inventory_lists_every_file_and_serves_the_layout(spark, demo_factory, workload, provider):
+    """One walk of the whole tree, sidecars included, gives the same operators, stores and state
+    files as walking state/ through the checksum layer."""
+    path = demo_factory(workload, provider).checkpoint_path
+    walked = Checkpoint(spark, path)
+    listed = Checkpoint(spark, path)
+    inventory = listed.inventory()
+
+    assert listed.operators() == walked.operators()
+    assert listed.state_files() == walked.state_files()
+    assert [listed.disk_bytes(s.operator_id, s.store_name) for s in listed.stores()] == \
+        [walked.disk_bytes(s.operator_id, s.store_name) for s in walked.stores()]
+    # Every state file and its sidecar is in the inventory, with the logs and metadata.
+    files = {f.path for f in walked.state_files()}
+    assert files <= set(inventory)
+    assert {f"{p.rpartition('/')[0]}/.{p.rpartition('/')[2]}.crc" for p in files} <= set(inventory)
+    assert {"metadata", "offsets/0", "commits/0"} <= set(inventory)
+
+
 def test_changelog_flag_is_not_pinned_in_offsets(spark, demo_factory):
     """Spark pins the provider in the offsets log but not the changelog flag: it is read from the
     files, which is why a restart can change it."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from .errors import RunbookError, spark_errors
 from .file_access import open_fs
+from .hadoop_fs import FileEntry, is_checksum_file
 from .runtime import (DEFAULT_MIN_BATCHES_TO_RETAIN, MIN_BATCHES_TO_RETAIN_CONF, PROVIDER_CONF,
                       OSS_HDFS_PROVIDER, provider_kind)
 
@@ -282,33 +283,23 @@ class Checkpoint:
     @functools.cached_property
     def _layout(self) -> _Layout:
         """The state folder from one listing of its tree (not a call per folder or file)."""
-        layout = _Layout()
-        for rel, entry in self.fs.walk("state").items():
-            parts = rel.split("/")[1:]  # <op>/<partition>/[<store>/]<file>, or deeper
-            if len(parts) < 2 or not parts[0].isdigit():
-                continue
-            op = int(parts[0])
-            layout.partitions.setdefault(op, set())
-            layout.stores.setdefault(op, set())
-            if len(parts) < 3 or not parts[1].isdigit():
-                continue  # the operator's own _metadata/, _stateSchema/
-            part, rest = int(parts[1]), parts[2:]
-            store = DEFAULT_STORE
-            layout.partitions[op].add(part)
-            if len(rest) > 1 and rest[0] not in _OTHER_FOLDERS:
-                if rest[0].startswith((".", "_")):
-                    continue
-                store, rest = rest[0], rest[1:]  # a join's store folder
-            if len(rest) == 2 and rest[0] in _OTHER_FOLDERS:
-                key = (op, part, store)
-                layout.other_bytes[key] = layout.other_bytes.get(key, 0) + entry.size
-                continue
-            match = STATE_FILE_PATTERN.match(rest[0]) if len(rest) == 1 else None
-            if match:
-                layout.stores[op].add(store)
-                layout.files.append(StateFile(op, part, store, int(match.group(1)),
-                                              match.group(3), entry.size, entry.modified_ms, rel))
-        return layout
+        return _layout_of(self.fs.walk("state"))
+
+    def inventory(self) -> dict[str, FileEntry]:
+        """Every file of the checkpoint as stored, newly listed: by path relative to the root,
+        ``.crc`` sidecars included (the raw view, which backups and repairs work from). The state
+        layout is taken from the same walk rather than another one, and Spark's state-metadata
+        is read meanwhile (forgetting what was cached before, as :meth:`refresh` does)."""
+        self.refresh()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            metadata = pool.submit(lambda: self._state_metadata_rows)
+            listing = self.fs.raw().walk()
+            hidden = self.fs.has_checksum_layer  # the checked view hides the sidecars
+            self.__dict__["_layout"] = _layout_of(
+                {rel: e for rel, e in listing.items()
+                 if rel.startswith("state/") and not (hidden and is_checksum_file(rel))})
+            metadata.result()
+        return listing
 
     @functools.cached_property
     def _state_metadata_rows(self) -> list:
@@ -463,6 +454,37 @@ class Checkpoint:
 
     def __repr__(self) -> str:
         return f"Checkpoint({self.root!r})"
+
+
+def _layout_of(entries: dict[str, FileEntry]) -> _Layout:
+    """The state folder from a listing of its tree (paths relative to the checkpoint root)."""
+    layout = _Layout()
+    for rel, entry in entries.items():
+        parts = rel.split("/")[1:]  # <op>/<partition>/[<store>/]<file>, or deeper
+        if len(parts) < 2 or not parts[0].isdigit():
+            continue
+        op = int(parts[0])
+        layout.partitions.setdefault(op, set())
+        layout.stores.setdefault(op, set())
+        if len(parts) < 3 or not parts[1].isdigit():
+            continue  # the operator's own _metadata/, _stateSchema/
+        part, rest = int(parts[1]), parts[2:]
+        store = DEFAULT_STORE
+        layout.partitions[op].add(part)
+        if len(rest) > 1 and rest[0] not in _OTHER_FOLDERS:
+            if rest[0].startswith((".", "_")):
+                continue
+            store, rest = rest[0], rest[1:]  # a join's store folder
+        if len(rest) == 2 and rest[0] in _OTHER_FOLDERS:
+            key = (op, part, store)
+            layout.other_bytes[key] = layout.other_bytes.get(key, 0) + entry.size
+            continue
+        match = STATE_FILE_PATTERN.match(rest[0]) if len(rest) == 1 else None
+        if match:
+            layout.stores[op].add(store)
+            layout.files.append(StateFile(op, part, store, int(match.group(1)),
+                                          match.group(3), entry.size, entry.modified_ms, rel))
+    return layout
 
 
 def _json_dict(text) -> dict:

@@ -19,6 +19,13 @@ _GLOB_CHARS = re.compile(r"[*?\[\]{}\\]")  # Hadoop glob syntax
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
 
 
+def is_checksum_file(rel: str) -> bool:
+    """Whether a path names a ``.<name>.crc`` sidecar of Hadoop's checksum layer (the names
+    its listings hide)."""
+    name = rel.rsplit("/", 1)[-1]
+    return name.startswith(".") and name.endswith(".crc")
+
+
 @dataclass(frozen=True)
 class FileEntry:
     """One entry of a directory listing."""

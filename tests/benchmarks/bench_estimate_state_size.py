@@ -8,8 +8,10 @@ a time.
 
 At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
 ``production_shape.py``, skipped with a line saying how to build it when missing): the whole
-notebook under papermill on the checkpoint against a bare process that answers the same question
-(rows per partition of every store at the newest batch, and the bytes of the state files), the
+notebook under papermill on the checkpoint against two bare processes: one counting rows per
+partition of every store at the newest batch and the bytes of the state files (03's question), and
+one that also counts them at the two batches before, which the memory estimate reads (02's own
+question, still without splitting the changes into keys added, replaced and removed), the
 notebook's cell times, and the library's steps timed in one process, with and without the growth
 step (``state_growth.growth``), against the same bare work.
 """
@@ -39,6 +41,22 @@ BARE_PROCESS = textwrap.dedent("""
     summary = state.getFileSystem(spark._jsc.hadoopConfiguration()).getContentSummary(state)
     print("state files", summary.getFileCount(), "bytes", summary.getLength())
 """)
+# The same, with the rows per partition the memory estimate also reads: at the two batches before
+# the newest (the versions the HDFS-backed provider keeps and copies from). Still less than 02
+# computes (it also splits each batch's changes into keys added, replaced and removed).
+BARE_PROCESS_THREE_BATCHES = BARE_PROCESS.replace(
+    """    for store in sys.argv[2:]:
+        rows = (spark.read.format("statestore").option("storeName", store).load(root)
+                .groupBy("partition_id").count().collect())
+        print(store, sum(r["count"] for r in rows))
+""", """    last = int(sys.argv[2])
+    for store in sys.argv[3:]:
+        for batch in (last, last - 1, last - 2):
+            rows = (spark.read.format("statestore").option("storeName", store)
+                    .option("batchId", batch).load(root).groupBy("partition_id").count().collect())
+            print(store, batch, sum(r["count"] for r in rows))
+""")
+assert BARE_PROCESS_THREE_BATCHES != BARE_PROCESS
 
 
 def _run_continuously(spark, workload: str, path: str, rows_per_batch: int, batches: int) -> dict:
@@ -167,6 +185,13 @@ def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
         f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
         "partition and summing the state files' bytes", "02_estimate_state_size",
         {"checkpoint_path": path}, BARE_PROCESS, [path, *stores], repeats=repeats)]
+    print(f"    where the notebook's time went: "
+          f"{cell_times(ctx.folder / 'out' / '02_estimate_state_size.ipynb')}", flush=True)
+    results.append(ctx.notebook_vs_process(
+        f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
+        "partition at the newest batch and the two before (the batches the estimate reads) and "
+        "summing the state files' bytes", "02_estimate_state_size", {"checkpoint_path": path},
+        BARE_PROCESS_THREE_BATCHES, [path, str(hi), *stores], repeats=repeats))
     print(f"    where the notebook's time went: "
           f"{cell_times(ctx.folder / 'out' / '02_estimate_state_size.ipynb')}", flush=True)
     for with_growth in (True, False):

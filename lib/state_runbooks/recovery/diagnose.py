@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..checkpoint import Checkpoint, STATE_FILE_PATTERN
+from ..hadoop_fs import is_checksum_file
 from ..operators import StateUnit
 from .loads import LoadResult, changes_load, load_batch, load_unit, load_units
-from .structure import INCREMENTAL_KINDS_SUFFIXES, Problem, Structure, is_sidecar, store_folder
+from .structure import INCREMENTAL_KINDS_SUFFIXES, Problem, Structure, store_folder
 
 
 @dataclass
@@ -117,8 +118,7 @@ class Diagnosis:
 def diagnose(ckpt: Checkpoint) -> Diagnosis:
     """Structure, load test at the last committed batch, the last good batch by bisection, and
     the file at fault of every unit that does not load."""
-    ckpt.refresh()
-    inventory = ckpt.fs.raw().walk()
+    inventory = ckpt.inventory()  # one walk of the whole tree, newly taken
     structure = Structure(ckpt, inventory)
     last = structure.last_committed
     load_test: list[LoadResult] = []
@@ -151,7 +151,7 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
         commit_batch_ids=structure.commits, in_flight=structure.in_flight,
         operators=structure.operators, retained=retained,
         min_batches_to_retain=ckpt.min_batches_to_retain,
-        files_checked=sum(not is_sidecar(r) for r in inventory),
+        files_checked=sum(not is_checksum_file(r) for r in inventory),
         sidecars_checked=structure.sidecars_checked, problems=problems, load_test=load_test,
         probes=probes, last_good_batch_id=last_good,
         can_replay_from_start=bool(retained) and retained[0] == 0 and last_good is None

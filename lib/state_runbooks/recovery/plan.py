@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from ..checkpoint import Checkpoint, STATE_FILE_PATTERN
 from ..errors import RunbookError
+from ..hadoop_fs import is_checksum_file
 from .diagnose import Diagnosis
-from .structure import is_sidecar, log_batch_id, zip_ssts
+from .structure import log_batch_id, zip_ssts
 
 
 REPLAY_FROM_START = -1  # a resolved rollback target: before the first batch (re-run everything)
@@ -65,7 +66,7 @@ def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) 
         # Spark refuses to start a query on a state folder that is not empty
         # (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): everything in state/ goes, and then the
         # state/ folder itself (rollback moves it once only empty folders are left).
-        moves += [rel for rel in inventory if rel.startswith("state/") and not is_sidecar(rel)]
+        moves += [rel for rel in inventory if rel.startswith("state/") and not is_checksum_file(rel)]
     else:
         moves += _state_moves(ckpt, inventory, target + 1)
     moves += _orphan_sidecars(inventory, target)
@@ -100,7 +101,7 @@ def _orphan_sidecars(inventory: dict, target: int) -> list[str]:
     goes aside too, to keep undo exact."""
     out = []
     for rel in inventory:
-        if not is_sidecar(rel):
+        if not is_checksum_file(rel):
             continue
         folder, _, name = rel.rpartition("/")
         data = f"{folder}/{name[1:-4]}"

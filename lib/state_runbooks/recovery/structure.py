@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..checkpoint import DEFAULT_STORE, Checkpoint, StateFile
 from ..file_access import FileEntry
+from ..hadoop_fs import is_checksum_file
 from ..operators import SHUFFLE_PARTITIONS_CONF, state_partitions
 from ..state_growth import snapshot_metadata
 from .loads import operators_of
@@ -55,14 +56,9 @@ def sidecar_of(rel: str) -> str:
     return f"{folder}/.{name}.crc" if folder else f".{name}.crc"
 
 
-def is_sidecar(rel: str) -> bool:
-    name = rel.rsplit("/", 1)[-1]
-    return name.startswith(".") and name.endswith(".crc")
-
-
 def is_metadata_file(rel: str) -> bool:
     """Query metadata, source metadata, operator metadata and state schemas (and their sidecars)."""
-    if is_sidecar(rel):
+    if is_checksum_file(rel):
         folder, _, name = rel.rpartition("/")
         rel = f"{folder}/{name[1:-4]}" if folder else name[1:-4]
     return bool(_METADATA_FILE.match(rel))
@@ -285,7 +281,7 @@ class Structure:
                     self._first_needed[rel] = min(self._first_needed.get(rel, v - 1), v - 1)
         checked_fs = self.ckpt.fs
         for rel, entry in self.inventory.items():
-            if is_sidecar(rel) or not rel.startswith(("offsets/", "commits/", "state/",
+            if is_checksum_file(rel) or not rel.startswith(("offsets/", "commits/", "state/",
                                                         "metadata")):
                 continue
             batch = self._first_needed.get(rel, log_batch_id(rel))

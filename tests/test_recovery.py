@@ -160,6 +160,50 @@ def test_spark_facts_the_diagnosis_relies_on(spark, setups, copy_checkpoint):
     assert spark.read.format("state-metadata").load(path).count() == 0
 
 
+def _flip_one_byte(path: Path) -> None:
+    """Change one byte in the middle of a file, its length and .crc sidecar kept (bit rot)."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _load_error(spark, path: str) -> str:
+    """The text of Spark's error loading operator 1 at the last batch ('' when it loads)."""
+    try:
+        spark.read.format("statestore").option("operatorId", 1).load(path).count()
+    except Exception as exc:  # noqa: BLE001 - Py4J's error, with the JVM's causes
+        return str(exc)
+    return ""
+
+
+@pytest.mark.parametrize("provider,file", [("rocksdb", "zip"), ("rocksdb", "sst"),
+                                           ("rocksdb_changelog", "changelog"), ("hdfs", "delta")])
+def test_which_files_spark_s_load_checks_against_their_sidecars(spark, setups, copy_checkpoint,
+                                                                 provider, file):
+    """RocksDB's load copies zips and SSTs through Hadoop's checksum layer: one changed byte fails
+    it with a ChecksumException, so a load that succeeds vouches for them and diagnose does not
+    read them again. Changelogs and deltas are read without that check (the byte reaches the
+    decoder), so diagnose compares their bytes with the sidecars itself."""
+    run, _ = setups(provider)
+    path = copy_checkpoint(run.checkpoint_path)
+    healthy = recovery.diagnose(Checkpoint(spark, path))
+    needed = [rel for rel in healthy.inventory
+              if rel.startswith("state/1/0/") and rel.endswith(f".{file}")]
+    target = (sorted(needed)[-1] if file != "sst" else
+              f"state/1/0/SSTs/{sorted(zip_ssts(f'{path}/{LATEST_FILE[provider]}'))[0]}")
+    _flip_one_byte(Path(path) / target)
+
+    error = _load_error(spark, path)
+    assert error  # the state no longer loads
+    assert ("ChecksumException" in error) == (file in ("zip", "sst"))
+    diag = recovery.diagnose(Checkpoint(spark, path))
+    assert target in [p["path"] for p in diag.broken()]
+    assert diag.state_does_not_load
+    if file not in ("zip", "sst"):
+        assert "do not match its .crc sidecar" in next(p.problem for p in diag.problems
+                                                         if p.path == target)
+
+
 # -- the rest of the issue's list -----------------------------------------------------------------
 def test_hadoop_fs_additions(spark, setups, tmp_path):
     from state_runbooks.hadoop_fs import HadoopFS

@@ -241,14 +241,12 @@ class HadoopFS:
         or emptied, passes; compare the sidecar's length with the file's size for those."""
         if not self.has_checksum_layer:
             return None
-        if "_io_utils" not in self.__dict__:
-            self._io_utils = self._jvm.org.apache.commons.io.IOUtils
+        if "_drain" not in self.__dict__:  # read to the end into nothing, then close: one call
+            copy_bytes = self._jvm.org.apache.hadoop.io.IOUtils.copyBytes
+            nowhere = self._jvm.org.apache.commons.io.output.NullOutputStream.INSTANCE
+            self._drain = lambda stream: copy_bytes(stream, nowhere, 65536, True)
         try:
-            stream = self._fs.open(self._path(rel))
-            try:
-                self._io_utils.consume(stream)
-            finally:
-                stream.close()
+            self._drain(self._fs.open(self._path(rel)))
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
             return first_line(exc)
         return None

@@ -32,6 +32,10 @@ INCREMENTAL_KINDS_SUFFIXES = tuple(f".{kind}" for kind in INCREMENTAL_KINDS)
 _METADATA_FILE = re.compile(r"^(metadata|sources/.*|state/\d+/_metadata/.*"
                             r"|state/\d+/\d+/(.+/)?_metadata/.*)$")
 _CRC_HEADER_BYTES = 8  # "crc\0" and the bytes per checksum
+# Files Spark's RocksDB provider copies through the checksum layer when it loads a version: a
+# changed byte fails the load with Hadoop's ChecksumException (tested). Changelogs and the
+# HDFS-backed provider's files are read without that check, so their bytes are compared here.
+CHECKED_BY_SPARK_LOAD = (".zip", ".sst")
 _DEFAULT_BYTES_PER_CHECKSUM = 512
 
 
@@ -257,7 +261,7 @@ class Structure:
                     return v - 1
         return None
 
-    def needs(self, key: tuple, version: int) -> list[str] | None:
+    def needs(self, key: tuple, version: int, check_content: bool = True) -> list[str] | None:
         """The files that load ``version`` of one store partition (``key``: operator, store,
         partition), the SSTs its zips list included, each compared with its ``.crc`` sidecar
         (once); None when the partition has no such version."""
@@ -268,8 +272,19 @@ class Structure:
         for rel in needed:
             if rel.endswith(".zip") and rel in self.inventory:
                 full.extend(self._sst_paths(rel, key))
-        self._check_content(full, key)
+        if check_content:
+            self._check_content(full, key)
         return full
+
+    def loaded_by_spark(self, key: tuple, version: int) -> None:
+        """Spark's load of ``version`` of one store partition succeeded: the files it read
+        through the checksum layer (``CHECKED_BY_SPARK_LOAD``) match their sidecars, so they are
+        not read again here."""
+        if not self.ckpt.fs.has_checksum_layer:
+            return
+        for rel in self.needs(key, version, check_content=False) or []:
+            if rel.endswith(CHECKED_BY_SPARK_LOAD) and sidecar_of(rel) in self.inventory:
+                self.content_checked.add(rel)
 
     # content of every file ----------------------------------------------------------------------
     def _check_files(self) -> None:

@@ -44,17 +44,16 @@ BARE_PROCESS = textwrap.dedent("""
 # The same, with the rows per partition the memory estimate also reads: at the two batches before
 # the newest (the versions the HDFS-backed provider keeps and copies from). Still less than 02
 # computes (it also splits each batch's changes into keys added, replaced and removed).
-BARE_PROCESS_THREE_BATCHES = BARE_PROCESS.replace(
-    """    for store in sys.argv[2:]:
-        rows = (spark.read.format("statestore").option("storeName", store).load(root)
-                .groupBy("partition_id").count().collect())
-        print(store, sum(r["count"] for r in rows))
-""", """    last = int(sys.argv[2])
-    for store in sys.argv[3:]:
-        for batch in (last, last - 1, last - 2):
-            rows = (spark.read.format("statestore").option("storeName", store)
-                    .option("batchId", batch).load(root).groupBy("partition_id").count().collect())
-            print(store, batch, sum(r["count"] for r in rows))
+BARE_PROCESS_THREE_BATCHES = BARE_PROCESS.replace("""for store in sys.argv[2:]:
+    rows = (spark.read.format("statestore").option("storeName", store).load(root)
+            .groupBy("partition_id").count().collect())
+    print(store, sum(r["count"] for r in rows))
+""", """last = int(sys.argv[2])
+for store in sys.argv[3:]:
+    for batch in (last, last - 1, last - 2):
+        rows = (spark.read.format("statestore").option("storeName", store)
+                .option("batchId", batch).load(root).groupBy("partition_id").count().collect())
+        print(store, batch, sum(r["count"] for r in rows))
 """)
 assert BARE_PROCESS_THREE_BATCHES != BARE_PROCESS
 

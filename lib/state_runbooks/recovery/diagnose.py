@@ -131,8 +131,7 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
         load_test = [load_unit(ckpt, u, last, structure.on_disk(u)) for u in units]
         for unit, loaded in zip(units, load_test):
             if loaded.ok:
-                for p in structure.on_disk(unit):
-                    structure.loaded_by_spark((unit.operator_id, unit.files_store, p), last + 1)
+                structure.loaded_by_spark(unit, last + 1)
         readable = [u for u, r in zip(units, load_test) if not r.reader_limit]
         files_ok, why = structure.batch_files_ok(last)
         latest_ok = files_ok and not any(r.damaged for r in load_test)

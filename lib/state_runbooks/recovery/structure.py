@@ -276,15 +276,16 @@ class Structure:
             self._check_content(full, key)
         return full
 
-    def loaded_by_spark(self, key: tuple, version: int) -> None:
-        """Spark's load of ``version`` of one store partition succeeded: the files it read
-        through the checksum layer (``CHECKED_BY_SPARK_LOAD``) match their sidecars, so they are
-        not read again here."""
+    def loaded_by_spark(self, unit, version: int) -> None:
+        """Spark loaded ``version`` of a unit's store: the files it read through the checksum
+        layer (``CHECKED_BY_SPARK_LOAD``) match their sidecars, so they are not read again here."""
         if not self.ckpt.fs.has_checksum_layer:
             return
-        for rel in self.needs(key, version, check_content=False) or []:
-            if rel.endswith(CHECKED_BY_SPARK_LOAD) and sidecar_of(rel) in self.inventory:
-                self.content_checked.add(rel)
+        for p in self.on_disk(unit):
+            for rel in self.needs((unit.operator_id, unit.files_store, p), version,
+                                  check_content=False) or []:
+                if rel.endswith(CHECKED_BY_SPARK_LOAD) and sidecar_of(rel) in self.inventory:
+                    self.content_checked.add(rel)
 
     # content of every file ----------------------------------------------------------------------
     def _check_files(self) -> None:

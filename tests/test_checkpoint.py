@@ -8,6 +8,7 @@ import pytest
 from state_runbooks.checkpoint import Checkpoint
 from state_runbooks.demo import DEMO_START_MS
 from state_runbooks.errors import RunbookError
+from state_runbooks.hadoop_fs import sidecar_of
 from state_runbooks.runtime import CHANGELOG_CONF, PROVIDER_CONF
 
 PROVIDER_SETUPS = [("hdfs", "hdfs", None, {"delta"}),
@@ -61,7 +62,7 @@ def test_inventory_lists_every_file_and_serves_the_layout(spark, demo_factory, w
     # Every state file and its sidecar is in the inventory, with the logs and metadata.
     files = {f.path for f in walked.state_files()}
     assert files <= set(inventory)
-    assert {f"{p.rpartition('/')[0]}/.{p.rpartition('/')[2]}.crc" for p in files} <= set(inventory)
+    assert {sidecar_of(p) for p in files} <= set(inventory)
     assert {"metadata", "offsets/0", "commits/0"} <= set(inventory)
 
 

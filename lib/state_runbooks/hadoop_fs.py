@@ -19,6 +19,12 @@ _GLOB_CHARS = re.compile(r"[*?\[\]{}\\]")  # Hadoop glob syntax
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
 
 
+def sidecar_of(rel: str) -> str:
+    """The ``.<name>.crc`` sidecar Hadoop's checksum layer keeps beside a file."""
+    folder, _, name = rel.rpartition("/")
+    return f"{folder}/.{name}.crc" if folder else f".{name}.crc"
+
+
 def is_checksum_file(rel: str) -> bool:
     """Whether a path names a ``.<name>.crc`` sidecar of Hadoop's checksum layer (the names
     its listings hide)."""

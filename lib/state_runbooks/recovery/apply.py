@@ -13,12 +13,13 @@ from __future__ import annotations
 from .. import safekeeping
 from ..checkpoint import Checkpoint
 from ..errors import RunbookError
+from ..hadoop_fs import sidecar_of
 from ..safekeeping import (JOURNAL_NAME, Change, Outcome, active_refusal,  # noqa: F401 - 05's API
                            cannot_modify, open_backup, safekeep, stops_here, write_journal)
 from .activity import QUIET_MINUTES, check_activity
 from .loads import load_batch
 from .plan import Plan, REPLAY_FROM_START, plan_lines
-from .structure import is_metadata_file, sidecar_of
+from .structure import is_metadata_file
 
 
 MODES = ("diagnose", "rollback", "undo")

@@ -9,9 +9,10 @@ import hashlib
 from ..checkpoint import DEFAULT_STORE, Checkpoint, StateFile
 from ..errors import RunbookError, spark_error_text, spark_errors
 from ..file_access import open_fs
+from ..hadoop_fs import sidecar_of
 from ..state_reader import read_unit
 from .loads import load_units
-from .structure import FS, INCREMENTAL_KINDS, SNAPSHOT_KINDS, sidecar_of, store_folder, zip_ssts
+from .structure import FS, INCREMENTAL_KINDS, SNAPSHOT_KINDS, store_folder, zip_ssts
 
 
 FAULTS = ("truncate_latest", "garbage_latest", "delete_latest", "break_middle", "drop_partition",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..checkpoint import DEFAULT_STORE, Checkpoint, StateFile
 from ..file_access import FileEntry
-from ..hadoop_fs import is_checksum_file
+from ..hadoop_fs import is_checksum_file, sidecar_of
 from ..operators import SHUFFLE_PARTITIONS_CONF, state_partitions
 from ..state_growth import snapshot_metadata
 from .loads import operators_of
@@ -55,11 +55,6 @@ class Problem:
 
 
 # -- inventory and structure -----------------------------------------------------------------------
-def sidecar_of(rel: str) -> str:
-    folder, _, name = rel.rpartition("/")
-    return f"{folder}/.{name}.crc" if folder else f".{name}.crc"
-
-
 def is_metadata_file(rel: str) -> bool:
     """Query metadata, source metadata, operator metadata and state schemas (and their sidecars)."""
     if is_checksum_file(rel):

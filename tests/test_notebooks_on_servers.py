@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import configparser
 import re
+import signal
+import socket
+import subprocess
+import sys
 
 import nbformat
 import pytest
@@ -169,3 +173,26 @@ def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot
     summary = result.summary
     assert summary["applied"] is False and summary["num_partitions_after"] == 4
     assert [f["code"] for f in summary["findings"]] == ["repartition_not_possible_now"]
+
+
+@pytest.mark.slow
+def test_connect_server_command_stops_its_server_when_told_to_end(tmp_path):
+    """``state-runbooks connect-server`` runs the server in a session of its own; SIGTERM (a
+    scheduler or a closed terminal's SIGHUP) ends the server too, and frees the port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = subprocess.Popen(
+        [sys.executable, "-m", "state_runbooks.notebooks", "connect-server", "--port", str(port),
+         "--log", str(tmp_path / "connect.log")], stdout=subprocess.PIPE, text=True)
+    try:
+        for line in command.stdout:
+            if line.startswith("ready:"):
+                break
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=60) == 0
+    finally:
+        command.kill()
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()

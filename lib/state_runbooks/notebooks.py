@@ -16,6 +16,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import sys
 from dataclasses import dataclass
 from importlib import resources
@@ -163,9 +164,16 @@ def refresh_golden(notebook: pathlib.Path) -> int:
 
 
 def serve_connect(port: int, log: str) -> int:
-    """Start a Spark Connect server from the installed pyspark and keep it up until Ctrl-C."""
+    """Start a Spark Connect server from the installed pyspark and keep it up until Ctrl-C, or
+    until this process is told to end (SIGTERM, SIGHUP): the server runs in a session of its own,
+    so it would otherwise outlive this process and keep the port."""
     from .local_servers import start_connect_server
 
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    for ending in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(ending, interrupt)
     pathlib.Path(log).parent.mkdir(parents=True, exist_ok=True)
     print(f"starting a Spark Connect server on 127.0.0.1:{port} (log: {log}) ...", flush=True)
     server = start_connect_server(log, port)

@@ -213,6 +213,20 @@ def test_each_refusal_changes_nothing(spark, demo_factory, tmp_path):
         assert "\n" not in str(excinfo.value)
 
 
+def test_a_batch_run_after_the_checks_makes_the_apply_refuse(spark, demo_factory, tmp_path):
+    """The apply journals the files the checks listed: a query that ran a batch in between (its
+    offsets and commit) makes the checks stale, and the apply refuses with nothing changed."""
+    run = demo_factory("dedup", "rocksdb", batches=3, rows_per_batch=10, partitions=2)
+    path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
+    ckpt = Checkpoint(spark, path)
+    checks = rp.check_requirements(ckpt, 3)
+    assert checks.ok and checks.inventory
+    with session_conf(spark, provider_conf(run.provider)):
+        continue_query(spark, demo_query(spark, run.workload, run.rows_per_batch), path)
+    refused = refused_unchanged(ckpt, 3, tmp_path, checks=checks, before=[])
+    assert refused.startswith("the checkpoint's offsets or commits changed since its requirements")
+
+
 @pytest.mark.parametrize("workload,provider,said", [
     ("dedup", "hdfs", "UNSUPPORTED_PROVIDER"),
     ("limit", "rocksdb", "STDS_FAILED_TO_READ_STATE_SCHEMA"),

@@ -24,6 +24,15 @@ class Activity:
         return bool(self.reasons)
 
 
+LOG_FOLDERS = ("offsets/", "commits/")  # what every batch of a running query writes first
+
+
+def log_files(ckpt: Checkpoint) -> dict:
+    """The files of the offsets and commits logs as stored (raw: sidecars included), by path."""
+    raw = ckpt.fs.raw()
+    return {rel: e for folder in LOG_FOLDERS for rel, e in raw.walk(folder.rstrip("/")).items()}
+
+
 TRIGGER_INTERVALS_QUIET = 3  # quiet for this many of the query's own trigger intervals: stopped
 _RECENT_BATCHES = 10  # batches whose timestamps give the query's trigger interval
 
@@ -46,12 +55,10 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     reasons = []
     newest = None
-    raw = ckpt.fs.raw()
-    for folder in ("offsets", "commits"):
-        for rel, entry in raw.walk(folder).items():
-            if entry.name.rsplit("/", 1)[-1].isdigit() and (newest is None
-                                                            or entry.modified_ms > newest[1]):
-                newest = (rel, entry.modified_ms)
+    for rel, entry in log_files(ckpt).items():
+        if entry.name.rsplit("/", 1)[-1].isdigit() and (newest is None
+                                                        or entry.modified_ms > newest[1]):
+            newest = (rel, entry.modified_ms)
     interval = trigger_interval_ms(ckpt)
     window_ms = max(quiet_minutes * 60_000, TRIGGER_INTERVALS_QUIET * (interval or 0))
     why = (f"{TRIGGER_INTERVALS_QUIET} x the query's trigger interval of about "

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .. import safekeeping
 from ..checkpoint import Checkpoint
 from ..errors import RunbookError, first_line
-from ..recovery.activity import QUIET_MINUTES, check_activity
+from ..recovery.activity import LOG_FOLDERS, QUIET_MINUTES, check_activity, log_files
 from ..recovery.apply import files_to_keep
 from ..safekeeping import Change, Outcome, open_backup, safekeep, write_journal
 from .checks import API_NAME, Checks, check_requirements
@@ -68,18 +68,21 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
     if num_partitions == 0:
         raise RunbookError("num_partitions=0 only forecasts (twice the current count): pass the "
                            "new count explicitly to apply")
+    inventory = _inventory_as_checked(ckpt, checks)
+    if inventory is None:
+        out.refused = ("the checkpoint's offsets or commits changed since its requirements were "
+                       "checked (a query ran?): check them again (run the notebook from the top), "
+                       "then repartition; nothing was changed")
+        safekeeping.stops_here(ckpt, out, [])
+        return out
     last = ckpt.last_committed_batch_id
-    raw = ckpt.fs.raw()
     backup = open_backup(ckpt, backup_dir)
     out.backup_dir = backup.root
     started = time.perf_counter()
-    step = "backup" if before is not None else "scan before and backup"
-    # The file listing for the journal runs in the JVM's driver while a scan, when one is still
-    # needed, runs on the executors: both read the checkpoint as it is, before any change.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        walking = pool.submit(raw.walk)
-        before = before if before is not None else scan_state(ckpt, last, n0, n1)
-        inventory = walking.result()
+    if before is None:
+        before = scan_state(ckpt, last, n0, n1)
+        out.seconds["scan before"] = _lap(started)
+        started = time.perf_counter()
     _, copies = files_to_keep(inventory, [])
     journal, out.journal_path = safekeep(
         ckpt, backup, REPARTITION, inventory, [], copies,
@@ -88,7 +91,7 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
          "rows_before": {s.label: {"rows": s.rows, "checksum": list(s.checksum)} for s in before}})
     out.lines.append(f"backed up: {len(copies)} metadata files copied to {backup.root}/copy, "
                      f"{len(inventory)} files journaled in {out.journal_path}")
-    out.seconds[step] = _lap(started)
+    out.seconds["backup"] = _lap(started)
     started = time.perf_counter()
     try:
         getattr(ckpt.spark, API_NAME).repartition(ckpt.root, n1, ENFORCE_EXACTLY_ONCE_SINK)
@@ -118,6 +121,17 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
         out.auto_undone = True
         out.lines.append("undone on its own: " + undone.lines[-1])
     return out
+
+
+def _inventory_as_checked(ckpt: Checkpoint, checks: Checks) -> dict | None:
+    """The files to journal: the walk the checks took, when the logs are still as it listed them
+    (a query that ran since wrote offsets; then None: the checks no longer hold). Checks made
+    without a walk get one now."""
+    if checks.inventory is None:
+        return ckpt.fs.raw().walk()
+    logs = log_files(ckpt)
+    then = {rel: e for rel, e in checks.inventory.items() if rel.startswith(LOG_FOLDERS)}
+    return checks.inventory if logs == then else None
 
 
 def _lap(started: float) -> float:

@@ -9,7 +9,7 @@ requirement is checked here before Spark is called, and nothing is left to Spark
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..checkpoint import Checkpoint
 from ..errors import RunbookError
@@ -46,6 +46,9 @@ class Checks:
     num_partitions_before: int
     num_partitions_after: int
     requirements: tuple[Requirement, ...]
+    # Every file of the checkpoint as the checks listed it (the operators came from the same walk):
+    # the apply journals it when the logs show that nothing ran since, instead of walking again.
+    inventory: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def blocking(self) -> list[Requirement]:
@@ -102,6 +105,7 @@ def check_requirements(ckpt: Checkpoint, num_partitions: int, force: bool = Fals
     """Every requirement of Spark's repartition, checked; ``spark_version`` defaults to the
     session's (given, it shows what an older Spark would be told)."""
     spark = ckpt.spark
+    inventory = ckpt.inventory()
     before = current_partitions(ckpt)
     after = target_partitions(num_partitions, before)
     version = spark_version or spark.version
@@ -145,7 +149,7 @@ def check_requirements(ckpt: Checkpoint, num_partitions: int, force: bool = Fals
                             active + (" (force=True: going on)" if force else ". Stop it, wait, "
                                       "or pass force=True when you know it is stopped"),
                             overridden=activity.looks_active and force))
-    return Checks(before, after, tuple(reqs))
+    return Checks(before, after, tuple(reqs), inventory)
 
 
 def _operators_requirement(ckpt: Checkpoint) -> Requirement:

@@ -13,10 +13,14 @@ At the production shape (Spark's defaults: 200 partitions, 100+ retained batches
 - the whole notebook in its default dry run (``num_partitions=0``: what twice the partitions would
   do) under papermill against a bare process reading each store at the newest batch and counting
   its rows by the partition Spark would place them in on twice the count;
-- on RocksDB shapes, the apply (checks, the scan before, backup and journal, Spark's call, the
-  verification) against the bare Spark call, each on its own copy of the shape (never the shape
-  itself), with where the apply's time went (its steps, timed by the library) and what the backup
-  copied and journaled.
+- on RocksDB shapes, the whole notebook applying (checks, the scan before, backup and journal,
+  Spark's call, the verification) under papermill against a bare process making Spark's call, and
+  against one that also compares each store's row count and checksum before and after (the least
+  Spark work that shows what the apply shows: nothing lost), each run on its own copy of the shape
+  (never the shape itself);
+- the same steps called from the library in one warmed process against the bare call there, with
+  where the apply's time went (its steps, timed by the library) and what the backup copied and
+  journaled.
 """
 from __future__ import annotations
 
@@ -46,6 +50,35 @@ BARE_FORECAST = textwrap.dedent("""
             key = F.struct(*[F.col("key")[f] for f in fields[:-1]])
         rows = df.groupBy(F.pmod(F.hash(key), F.lit(new_count)).alias("p")).count().collect()
         print(store, sum(r["count"] for r in rows))
+""")
+# The bare side of the notebook's apply: Spark's repartition call, in a process of its own.
+BARE_APPLY = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    spark._streamingCheckpointManager.repartition(sys.argv[1], int(sys.argv[2]), True)
+""")
+# The least Spark work that answers what the notebook's apply answers (repartitioned, and no row
+# lost or changed): each store's row count and a checksum of its keys and values before and after
+# Spark's call, compared.
+BARE_APPLY_CHECKED = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession, functions as F
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    root, new_count, stores = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+
+    def rows():
+        return [spark.read.format("statestore").option("storeName", store).load(root)
+                .select(F.count(F.lit(1)), F.sum(F.xxhash64("key", "value").cast("decimal(20,0)")))
+                .first() for store in stores]
+
+    before = rows()
+    spark._streamingCheckpointManager.repartition(root, new_count, True)
+    assert rows() == before
 """)
 
 
@@ -118,24 +151,61 @@ def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
 
 def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
                     repeats: int) -> list[dict]:
-    """The apply on copies of the shape: each run its own copy, made before the clock starts."""
+    """The apply on copies of the shape, each run its own copy (made before the clock starts):
+    the whole notebook against a bare process making Spark's call, and against one that also
+    checks each store's rows before and after (the least that shows nothing was lost, which the
+    notebook shows); then the library's steps against the bare call in one warmed process (no
+    session start on either side), with where the time went."""
     from state_runbooks import repartition as rp
     from state_runbooks.checkpoint import Checkpoint
 
     copies = iter(range(10_000))
-    runs = 1 + repeats  # the warm-up and the timed runs
+    last = Checkpoint(ctx.spark, path).last_committed_batch_id
 
     def fresh() -> str:
         target = ctx.folder / f"shape-copy-{next(copies)}"
         shutil.copytree(path, target)
         return str(target)
 
-    pending = {side: [fresh() for _ in range(runs)] for side in ("runbook", "bare")}
+    def made(runs: int) -> dict[str, list[str]]:
+        return {side: [fresh() for _ in range(runs)] for side in ("runbook", "bare")}
+
+    used: list[str] = []
+
+    def take(queue: list[str]) -> str:
+        used.append(queue.pop())
+        return used[-1]
+
+    def all_repartitioned() -> None:  # each run, either side, did commit a new batch on its copy
+        for copy in used:
+            assert (Path(copy) / "commits" / str(last + 1)).is_file(), f"{copy}: no new batch"
+        used.clear()
+        _remove_copies(ctx)
+
+    def whole_notebook(bare_script: str, bare_side: str, more_args: list[str]) -> dict:
+        pending = made(repeats)
+        result = ctx.notebook_vs_process(
+            f"[{shape}] whole 07 notebook applying {before} -> {after} partitions (checks, "
+            f"forecast, backup, Spark's call, verification) under papermill vs a bare process "
+            f"{bare_side}, each on its own copy", "07_repartition_state",
+            lambda: {"checkpoint_path": take(pending["runbook"]), "num_partitions": after,
+                     "dry_run": False},
+            bare_script, lambda: [take(pending["bare"]), str(after), *more_args],
+            repeats=repeats)
+        all_repartitioned()
+        return result
+
+    stores = sorted({s.store_name for s in Checkpoint(ctx.spark, path).stores()})
+    results = [whole_notebook(BARE_APPLY, "making Spark's call", []),
+               whole_notebook(BARE_APPLY_CHECKED, "making Spark's call with each store's row "
+                              "count and checksum before and after, compared", stores)]
+
+    pending = made(1 + repeats)  # the warm-up and the timed runs
     outcomes, steps = [], []
 
     def runbook():
         start = time.perf_counter()
-        ckpt = Checkpoint(ctx.spark, pending["runbook"].pop())
+        ckpt = Checkpoint(ctx.spark, take(pending["runbook"]))
         checks = rp.check_requirements(ckpt, after, force=True)
         checked = time.perf_counter()
         scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
@@ -148,20 +218,24 @@ def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
                       **out.seconds})
 
     def bare():
-        ctx.spark._streamingCheckpointManager.repartition(pending["bare"].pop(), after, True)
+        ctx.spark._streamingCheckpointManager.repartition(take(pending["bare"]), after, True)
 
-    results = [ctx.side_by_side(
-        f"[{shape}] repartition {before} -> {after} partitions (checks, the scan before, backup, "
-        "Spark's call, verification) vs the bare Spark call, each on its own copy", runbook, bare,
-        target=1.5, repeats=repeats)]
+    results.append(ctx.side_by_side(
+        f"[{shape}] repartition {before} -> {after} partitions, the library's steps (checks, the "
+        "scan before, backup, Spark's call, verification) vs the bare Spark call, in one warmed "
+        "process, each on its own copy", runbook, bare, target=1.5, repeats=repeats))
     print_steps(steps[-1])
     backup = outcomes[-1].backup_dir.removeprefix("file:")
     files = [p for p in Path(backup).rglob("*") if p.is_file()]
     results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",
                               len(files), f"files, {sum(p.stat().st_size for p in files):,} bytes"))
+    all_repartitioned()
+    return results
+
+
+def _remove_copies(ctx) -> None:
     for copy in ctx.folder.glob("shape-copy-*"):
         shutil.rmtree(copy, ignore_errors=True)
-    return results
 
 
 def print_steps(seconds: dict) -> None:

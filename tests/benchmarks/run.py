@@ -54,11 +54,12 @@ class BenchContext:
                  if not self.shapes or name in self.shapes]
         return [(name, str(path)) for name, path in found if path is not None]
 
-    def notebook_vs_process(self, label: str, notebook: str, parameters: dict, bare_script: str,
-                            bare_args: list[str], target: float = 1.5,
-                            repeats: int | None = None) -> dict:
+    def notebook_vs_process(self, label: str, notebook: str, parameters, bare_script: str,
+                            bare_args, target: float = 1.5, repeats: int | None = None) -> dict:
         """A whole notebook under papermill against a bare Python process (``bare_script`` with
-        ``bare_args``): both start their own Spark, so neither is warmed up by the other."""
+        ``bare_args``): both start their own Spark, so neither is warmed up by the other.
+        ``parameters`` and ``bare_args`` may be functions giving each run its own (a fresh copy of
+        a checkpoint that the run changes, say)."""
         from state_runbooks.notebooks import execute, resolve_notebook
 
         script = self.folder / f"bare-{len(list(self.folder.glob('bare-*.py')))}.py"
@@ -66,9 +67,9 @@ class BenchContext:
         path = resolve_notebook(notebook)
         return self.side_by_side(
             label,
-            lambda: execute(path, self.folder / "out", parameters, html=False),
-            lambda: subprocess.run([sys.executable, str(script), *bare_args], check=True,
-                                   capture_output=True),
+            lambda: execute(path, self.folder / "out", _each_run(parameters), html=False),
+            lambda: subprocess.run([sys.executable, str(script), *_each_run(bare_args)],
+                                   check=True, capture_output=True),
             target=target, warm_up=False, repeats=repeats)
 
     def side_by_side(self, label: str, runbook, bare, target: float, warm_up: bool = True,
@@ -96,6 +97,10 @@ class BenchContext:
         print(f"{label}: {value:g} {unit}" + (f"   (target {target})" if target else ""),
               flush=True)
         return {"label": label, "value": value, "unit": unit, "target": target}
+
+
+def _each_run(given):
+    return given() if callable(given) else given
 
 
 def _load(path: Path):

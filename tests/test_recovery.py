@@ -187,6 +187,12 @@ def test_which_files_spark_s_load_checks_against_their_sidecars(spark, setups, c
     run, _ = setups(provider)
     path = copy_checkpoint(run.checkpoint_path)
     healthy = recovery.diagnose(Checkpoint(spark, path))
+    # The report says how many files' bytes Spark's own load compared: RocksDB's zips and SSTs
+    # (none of the HDFS-backed provider's; with changelogs, only where a snapshot is needed).
+    said = "by Spark's own load" in "\n".join(recovery.structure_lines(healthy))
+    assert said == (healthy.content_checked_by_spark > 0)
+    assert healthy.content_checked_by_spark <= healthy.content_checked
+    assert {"rocksdb": said, "hdfs": not said}.get(provider, True)
     needed = [rel for rel in healthy.inventory
               if rel.startswith("state/1/0/") and rel.endswith(f".{file}")]
     target = (sorted(needed)[-1] if file != "sst" else

@@ -47,6 +47,7 @@ class Diagnosis:
     offsets_after: dict = field(default_factory=dict)  # batch -> sources' offsets after it
     locating_reads: int = 0  # Spark reads that named the files at fault (after the bisection)
     content_checked: int = 0  # files whose bytes were compared with their .crc sidecar
+    content_checked_by_spark: int = 0  # of those, by Spark's own load (through the checksum layer)
     # Every file as the diagnosis listed it (sidecars included): the plan works from the same list.
     inventory: dict = field(default_factory=dict, repr=False)
 
@@ -159,7 +160,8 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
         probes=probes, last_good_batch_id=last_good,
         can_replay_from_start=bool(retained) and retained[0] == 0 and last_good is None
         and 0 in structure.offsets, offsets_after=offsets_after, locating_reads=reads,
-        content_checked=len(structure.content_checked), inventory=inventory)
+        content_checked=len(structure.content_checked),
+        content_checked_by_spark=len(structure.checked_by_spark_load), inventory=inventory)
 
 
 def _first_failure(results: list[LoadResult]) -> str:

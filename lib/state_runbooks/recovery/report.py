@@ -34,9 +34,11 @@ def structure_lines(diag: Diagnosis) -> list[str]:
                  "others hold none, by design)")
         lines.append(f"operator {op['operator_id']} ({op['operator_name']}): "
                      f"{len(op['stores'])} store(s){parts}, {span}")
+    by_spark = (f" ({diag.content_checked_by_spark} of them by Spark's own load, which reads them "
+                "through the checksum layer)" if diag.content_checked_by_spark else "")
     sidecars = (f"; {diag.sidecars_checked} have a .crc sidecar: every one's length compared with "
                 f"it, and the bytes of the {diag.content_checked} that the batches examined here "
-                "need" if diag.sidecars_checked else "")
+                f"need{by_spark}" if diag.sidecars_checked else "")
     lines.append(f"{diag.files_checked} files{sidecars}")
     return lines
 

@@ -96,6 +96,7 @@ class Structure:
         self.ssts: dict[str, list[tuple[str, int]] | None] = {}  # zip -> its SSTs
         self.sidecars_checked = 0  # files whose length was compared with their sidecar's
         self.content_checked: set[str] = set()  # files whose bytes were compared with it
+        self.checked_by_spark_load: set[str] = set()  # of those, by a load of Spark's that worked
         self._first_needed: dict[str, int] = {}  # state file -> first batch whose state needs it
         offsets, commits = ckpt.offset_batch_ids, ckpt.commit_batch_ids
         self.offsets, self.commits = offsets, commits
@@ -281,6 +282,7 @@ class Structure:
                                   check_content=False) or []:
                 if rel.endswith(CHECKED_BY_SPARK_LOAD) and sidecar_of(rel) in self.inventory:
                     self.content_checked.add(rel)
+                    self.checked_by_spark_load.add(rel)
 
     # content of every file ----------------------------------------------------------------------
     def _check_files(self) -> None:

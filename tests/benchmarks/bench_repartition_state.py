@@ -1,26 +1,24 @@
 """07_repartition_state: the runbook's apply against the bare Spark call it wraps.
 
-The checkpoint: a windowed aggregation with many users (RocksDB, 8 partitions, 5 batches of 4,000
-events), repartitioned to 16. The runbook side is what ``dry_run=False`` does: the requirements
-checked, one scan per store (rows per partition, the forecast, a checksum of every row), the
-journal and metadata copies, Spark's call, and the verification scan. The bare side is
-``spark._streamingCheckpointManager.repartition`` alone. Each run gets its own fresh copy of the
-checkpoint (copied before the clock starts).
+At demo scale (a windowed aggregation with many users: RocksDB, 8 partitions, 5 batches of 4,000
+events, repartitioned to 16) and on the RocksDB production shapes, each run on its own copy of the
+checkpoint (copied before the clock starts; never the shape itself):
+
+- the whole notebook applying (``dry_run=False``: the requirements checked, one scan per store with
+  the forecast and a checksum of every row, the journal and metadata copies, Spark's call, the
+  verification scan) under papermill against a bare process making Spark's call, and against one
+  that also compares each store's row count and checksum before and after (the least Spark work
+  that shows what the apply shows: nothing lost). ``force=True``: a demo checkpoint just written
+  looks active (the check still runs);
+- the same steps called from the library in one warmed process against
+  ``spark._streamingCheckpointManager.repartition`` there, with where the apply's time went (its
+  steps, timed by the library) and what the backup copied and journaled.
 
 At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
-``production_shape.py``, skipped with a line saying how to build it when missing):
-
-- the whole notebook in its default dry run (``num_partitions=0``: what twice the partitions would
-  do) under papermill against a bare process reading each store at the newest batch and counting
-  its rows by the partition Spark would place them in on twice the count;
-- on RocksDB shapes, the whole notebook applying (checks, the scan before, backup and journal,
-  Spark's call, the verification) under papermill against a bare process making Spark's call, and
-  against one that also compares each store's row count and checksum before and after (the least
-  Spark work that shows what the apply shows: nothing lost), each run on its own copy of the shape
-  (never the shape itself);
-- the same steps called from the library in one warmed process against the bare call there, with
-  where the apply's time went (its steps, timed by the library) and what the backup copied and
-  journaled.
+``production_shape.py``, skipped with a line saying how to build it when missing) also the whole
+notebook in its default dry run (``num_partitions=0``: what twice the partitions would do) under
+papermill against a bare process reading each store at the newest batch and counting its rows by
+the partition Spark would place them in on twice the count.
 """
 from __future__ import annotations
 
@@ -83,8 +81,6 @@ BARE_APPLY_CHECKED = textwrap.dedent("""
 
 
 def bench(ctx) -> list[dict]:
-    from state_runbooks import repartition as rp
-    from state_runbooks.checkpoint import Checkpoint
     from state_runbooks.demo import build_demo_checkpoint
 
     start = time.perf_counter()
@@ -93,33 +89,8 @@ def bench(ctx) -> list[dict]:
                                 partitions=BEFORE)
     print(f"checkpoint: {BATCHES} batches written in {time.perf_counter() - start:.0f} s",
           flush=True)
-    copies = iter(range(10_000))
-
-    def fresh() -> str:
-        target = ctx.folder / f"copy-{next(copies)}"
-        shutil.copytree(run.checkpoint_path.removeprefix("file:"), target)
-        return str(target)
-
-    pending: dict[str, list[str]] = {"runbook": [], "bare": []}
-    runs = 1 + ctx.repeats  # the warm-up and the timed runs
-    for side in pending:
-        pending[side] = [fresh() for _ in range(runs)]
-
-    steps = []
-
-    def runbook():
-        ckpt = Checkpoint(ctx.spark, pending["runbook"].pop())
-        out = rp.repartition(ckpt, AFTER, dry_run=False, force=True,
-                             backup_dir=ckpt.root + ".backup")
-        assert out.verified and out.rows_equal, out.lines
-        steps.append(out.seconds)
-
-    def bare():
-        ctx.spark._streamingCheckpointManager.repartition(pending["bare"].pop(), AFTER, True)
-
-    results = [ctx.side_by_side(f"repartition {BEFORE} -> {AFTER} partitions (checks, backup, "
-                                "verification) vs the bare Spark call", runbook, bare, target=1.5)]
-    print_steps(steps[-1])
+    results = _apply(ctx, "demo scale", run.checkpoint_path.removeprefix("file:"), BEFORE, AFTER,
+                     ctx.repeats)
     for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
         results += _at_production_shape(ctx, name, path, min(ctx.repeats, 2))
     return results
@@ -143,69 +114,89 @@ def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
     print(f"    where the notebook's time went: "
           f"{cell_times(ctx.folder / 'out' / '07_repartition_state.ipynb')}", flush=True)
     if ckpt.provider_kind == "rocksdb":
-        results += _apply_at_shape(ctx, shape, path, before, 2 * before, repeats)
+        results += _apply(ctx, shape, path, before, 2 * before, repeats)
     for r in results:
         r["shape"] = shape
     return results
 
 
-def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
-                    repeats: int) -> list[dict]:
-    """The apply on copies of the shape, each run its own copy (made before the clock starts):
-    the whole notebook against a bare process making Spark's call, and against one that also
-    checks each store's rows before and after (the least that shows nothing was lost, which the
-    notebook shows); then the library's steps against the bare call in one warmed process (no
-    session start on either side), with where the time went."""
-    from state_runbooks import repartition as rp
-    from state_runbooks.checkpoint import Checkpoint
+class Copies:
+    """Copies of a checkpoint for runs that repartition it: each run its own, made before the
+    clock starts; each one used is checked to hold the new batch, then all are removed."""
 
-    copies = iter(range(10_000))
-    last = Checkpoint(ctx.spark, path).last_committed_batch_id
+    def __init__(self, ctx, path: str):
+        from state_runbooks.checkpoint import Checkpoint
 
-    def fresh() -> str:
-        target = ctx.folder / f"shape-copy-{next(copies)}"
-        shutil.copytree(path, target)
+        self.ctx, self.path, self.used = ctx, path, []
+        self.last = Checkpoint(ctx.spark, path).last_committed_batch_id
+        self._numbers = iter(range(10_000))
+
+    def made(self, runs: int) -> dict[str, list[str]]:
+        return {side: [self._fresh() for _ in range(runs)] for side in ("runbook", "bare")}
+
+    def _fresh(self) -> str:
+        target = self.ctx.folder / f"repartition-copy-{next(self._numbers)}"
+        shutil.copytree(self.path, target)
         return str(target)
 
-    def made(runs: int) -> dict[str, list[str]]:
-        return {side: [fresh() for _ in range(runs)] for side in ("runbook", "bare")}
+    def take(self, queue: list[str]) -> str:
+        self.used.append(queue.pop())
+        return self.used[-1]
 
-    used: list[str] = []
+    def all_repartitioned(self) -> None:
+        for copy in self.used:
+            assert (Path(copy) / "commits" / str(self.last + 1)).is_file(), f"{copy}: no new batch"
+        self.used.clear()
+        for copy in self.ctx.folder.glob("repartition-copy-*"):
+            shutil.rmtree(copy, ignore_errors=True)
 
-    def take(queue: list[str]) -> str:
-        used.append(queue.pop())
-        return used[-1]
 
-    def all_repartitioned() -> None:  # each run, either side, did commit a new batch on its copy
-        for copy in used:
-            assert (Path(copy) / "commits" / str(last + 1)).is_file(), f"{copy}: no new batch"
-        used.clear()
-        _remove_copies(ctx)
+def _apply(ctx, shape: str, path: str, before: int, after: int, repeats: int) -> list[dict]:
+    """The apply on copies of the checkpoint: the whole notebook against a bare process making
+    Spark's call, and against one that also checks each store's rows before and after (the least
+    that shows nothing was lost, which the notebook shows); then the library's steps against the
+    bare call in one warmed process (no session start on either side), with where the time
+    went."""
+    copies = Copies(ctx, path)
+    stores = sorted({s.store_name for s in _checkpoint(ctx, path).stores()})
+    return [_whole_notebook(ctx, copies, shape, before, after, repeats, BARE_APPLY,
+                            "making Spark's call", []),
+            _whole_notebook(ctx, copies, shape, before, after, repeats, BARE_APPLY_CHECKED,
+                            "making Spark's call with each store's row count and checksum "
+                            "before and after, compared", stores),
+            *_library_steps(ctx, copies, shape, before, after, repeats)]
 
-    def whole_notebook(bare_script: str, bare_side: str, more_args: list[str]) -> dict:
-        pending = made(repeats)
-        result = ctx.notebook_vs_process(
-            f"[{shape}] whole 07 notebook applying {before} -> {after} partitions (checks, "
-            f"forecast, backup, Spark's call, verification) under papermill vs a bare process "
-            f"{bare_side}, each on its own copy", "07_repartition_state",
-            lambda: {"checkpoint_path": take(pending["runbook"]), "num_partitions": after,
-                     "dry_run": False},
-            bare_script, lambda: [take(pending["bare"]), str(after), *more_args],
-            repeats=repeats)
-        all_repartitioned()
-        return result
 
-    stores = sorted({s.store_name for s in Checkpoint(ctx.spark, path).stores()})
-    results = [whole_notebook(BARE_APPLY, "making Spark's call", []),
-               whole_notebook(BARE_APPLY_CHECKED, "making Spark's call with each store's row "
-                              "count and checksum before and after, compared", stores)]
+def _checkpoint(ctx, path: str):
+    from state_runbooks.checkpoint import Checkpoint
+    return Checkpoint(ctx.spark, path)
 
-    pending = made(1 + repeats)  # the warm-up and the timed runs
+
+def _whole_notebook(ctx, copies: Copies, shape: str, before: int, after: int, repeats: int,
+                    bare_script: str, bare_side: str, more_args: list[str]) -> dict:
+    pending = copies.made(repeats)
+    result = ctx.notebook_vs_process(
+        f"[{shape}] whole 07 notebook applying {before} -> {after} partitions (checks, forecast, "
+        f"backup, Spark's call, verification) under papermill vs a bare process {bare_side}, "
+        "each on its own copy", "07_repartition_state",
+        lambda: {"checkpoint_path": copies.take(pending["runbook"]), "num_partitions": after,
+                 "dry_run": False, "force": True},
+        bare_script, lambda: [copies.take(pending["bare"]), str(after), *more_args],
+        repeats=repeats)
+    copies.all_repartitioned()
+    return result
+
+
+def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
+                   repeats: int) -> list[dict]:
+    from state_runbooks import repartition as rp
+
+    pending = copies.made(1 + repeats)  # the warm-up and the timed runs
     outcomes, steps = [], []
 
     def runbook():
         start = time.perf_counter()
-        ckpt = Checkpoint(ctx.spark, take(pending["runbook"]))
+        ckpt = _checkpoint(ctx, copies.take(pending["runbook"]))
         checks = rp.check_requirements(ckpt, after, force=True)
         checked = time.perf_counter()
         scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
@@ -218,24 +209,20 @@ def _apply_at_shape(ctx, shape: str, path: str, before: int, after: int,
                       **out.seconds})
 
     def bare():
-        ctx.spark._streamingCheckpointManager.repartition(take(pending["bare"]), after, True)
+        ctx.spark._streamingCheckpointManager.repartition(copies.take(pending["bare"]), after,
+                                                          True)
 
-    results.append(ctx.side_by_side(
+    results = [ctx.side_by_side(
         f"[{shape}] repartition {before} -> {after} partitions, the library's steps (checks, the "
         "scan before, backup, Spark's call, verification) vs the bare Spark call, in one warmed "
-        "process, each on its own copy", runbook, bare, target=1.5, repeats=repeats))
+        "process, each on its own copy", runbook, bare, target=1.5, repeats=repeats)]
     print_steps(steps[-1])
     backup = outcomes[-1].backup_dir.removeprefix("file:")
     files = [p for p in Path(backup).rglob("*") if p.is_file()]
     results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",
                               len(files), f"files, {sum(p.stat().st_size for p in files):,} bytes"))
-    all_repartitioned()
+    copies.all_repartitioned()
     return results
-
-
-def _remove_copies(ctx) -> None:
-    for copy in ctx.folder.glob("shape-copy-*"):
-        shutil.rmtree(copy, ignore_errors=True)
 
 
 def print_steps(seconds: dict) -> None:

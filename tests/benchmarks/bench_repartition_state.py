@@ -125,10 +125,8 @@ class Copies:
     clock starts; each one used is checked to hold the new batch, then all are removed."""
 
     def __init__(self, ctx, path: str):
-        from state_runbooks.checkpoint import Checkpoint
-
         self.ctx, self.path, self.used = ctx, path, []
-        self.last = Checkpoint(ctx.spark, path).last_committed_batch_id
+        self.last = _checkpoint(ctx, path).last_committed_batch_id
         self._numbers = iter(range(10_000))
 
     def made(self, runs: int) -> dict[str, list[str]]:

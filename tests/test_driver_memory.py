@@ -1,0 +1,115 @@
+"""The driver's memory stays flat in the number of keys: the steps of every runbook that read state
+bring back to the driver aggregates (per partition, per batch, per category) and top-N lists, never
+the state's rows.
+
+Measured with Spark's own accounting: the bytes of the task results each stage sent to the driver
+(``resultSize`` in Spark's status store: what ``collect()``, ``toPandas()`` and a broadcast bring
+back), for the same steps on the same shape written with 20 times the keys. Collecting the state's
+rows is measured the same way, as the yardstick: it grows with the keys, and shows that the
+measurement sees rows when they come.
+
+Joins may broadcast a small side through the driver, up to a bound: Spark's own (it broadcasts a
+join side smaller than ``spark.sql.autoBroadcastJoinThreshold``, 10 MB by default) and 02's
+(``MAX_BROADCAST_KEYS`` changed keys of one batch). Here both bounds are set below the demo's
+keys, so that both sizes take the path a state larger than the bounds takes.
+
+06 reads no state (its progress events grow with batches, not keys); 01 reads no rows.
+"""
+from __future__ import annotations
+
+import pytest
+
+from state_runbooks import inspection, join_diagnosis, recovery, sizing, state_growth
+from state_runbooks import repartition as rp
+from state_runbooks.checkpoint import Checkpoint
+from state_runbooks.demo import JOIN_LOWER_BOUND_SECONDS, JOIN_UPPER_BOUND_SECONDS
+from state_runbooks.operators import state_units
+from state_runbooks.session import session_conf
+from state_runbooks.sizing import measurement
+from state_runbooks.state_reader import read_state
+
+ROWS_PER_BATCH = (100, 2000)  # the same shape written with 20 times the keys
+PARTITIONS = 4
+# A step's bytes may grow this much: counts in aggregates and task metrics take a few more bytes
+# when they are larger (seen: up to 0.5 KB). Collecting the rows grows by 17 KB to 650 KB here.
+NOISE_BYTES = 1024
+
+SHAPES = {  # shape -> (workload, provider, batches): an aggregation and a join's four stores
+    "aggregation, RocksDB with changelog": ("window_agg_many_users", "rocksdb_changelog", 4),
+    "join, HDFS-backed": ("join", "hdfs", 5),
+}
+
+
+def result_bytes(spark, step) -> int:
+    """Bytes of the task results that the stages ``step()`` ran sent to the driver."""
+    sc = spark.sparkContext._jsc.sc()
+
+    def stages() -> dict:
+        sc.listenerBus().waitUntilEmpty()  # the status store is fed by Spark's listener bus
+        gateway = spark.sparkContext._gateway
+        listed = sc.statusStore().stageList(None, False, False,
+                                            gateway.new_array(gateway.jvm.double, 0), None)
+        out, it = {}, listed.iterator()
+        while it.hasNext():
+            stage = it.next()
+            out[(stage.stageId(), stage.attemptId())] = stage.resultSize()
+        return out
+
+    before = stages()
+    step()
+    return sum(size for key, size in stages().items() if key not in before)
+
+
+def collect_rows(ckpt: Checkpoint) -> None:
+    for unit in state_units(ckpt):
+        read_state(ckpt, unit.operator_id, unit.store_name).collect()
+
+
+def forecast_07(ckpt: Checkpoint) -> None:
+    rp.scan_state(ckpt, ckpt.last_committed_batch_id, PARTITIONS, 2 * PARTITIONS)
+
+
+def estimate_02(ckpt: Checkpoint) -> None:
+    sizing.growth(ckpt, sizing.measure_checkpoint(ckpt))
+
+
+def diagnose_04(ckpt: Checkpoint) -> None:
+    spec = join_diagnosis.resolve_join(ckpt, lower_bound_seconds=JOIN_LOWER_BOUND_SECONDS,
+                                       upper_bound_seconds=JOIN_UPPER_BOUND_SECONDS)
+    diagnosis = join_diagnosis.diagnose(ckpt, spec)
+    diagnosis.examples(3)
+
+
+STEPS = {
+    "02 measure and growth": estimate_02,
+    "03 stores": inspection.inspect_stores,
+    "03 growth": state_growth.growth,
+    "05 diagnose": recovery.diagnose,
+    "07 forecast": forecast_07,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_driver_gets_aggregates_not_rows(shape, spark, demo_factory, monkeypatch):
+    monkeypatch.setattr(measurement, "MAX_BROADCAST_KEYS", 10)
+    workload, provider, batches = SHAPES[shape]
+    steps = {**STEPS, **({"04 diagnose": diagnose_04} if workload == "join" else {})}
+    measured = {name: [] for name in ["collect the state's rows", *steps]}
+    for rows in ROWS_PER_BATCH:
+        ckpt = Checkpoint(spark, demo_factory(workload, provider, batches, rows,
+                                              PARTITIONS).checkpoint_path)
+        with session_conf(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+            measured["collect the state's rows"].append(
+                result_bytes(spark, lambda: collect_rows(ckpt)))
+            for name, step in steps.items():
+                measured[name].append(result_bytes(spark, lambda: step(ckpt)))
+    print(f"\n{shape}: bytes sent to the driver at {ROWS_PER_BATCH[0]} and {ROWS_PER_BATCH[1]} "
+          "rows per batch")
+    for name, (small, large) in measured.items():
+        print(f"  {name:28s} {small:>10,} {large:>10,}")
+
+    small, large = measured.pop("collect the state's rows")
+    assert large - small > 10 * NOISE_BYTES, "collecting 20 times the keys brings back more bytes"
+    grown = {name: b - a for name, (a, b) in measured.items() if b - a > NOISE_BYTES}
+    assert grown == {}, f"steps whose bytes grew with the keys (rows: {large - small:,}): {grown}"

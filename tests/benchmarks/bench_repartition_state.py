@@ -22,6 +22,7 @@ the partition Spark would place them in on twice the count.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import textwrap
 import time
@@ -187,22 +188,27 @@ def _whole_notebook(ctx, copies: Copies, shape: str, before: int, after: int, re
 
 def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
                    repeats: int) -> list[dict]:
+    from bench_inspect_state import CallCounter  # beside this file
+
     from state_runbooks import repartition as rp
+    from state_runbooks.safekeeping import JOURNAL_NAME
 
     pending = copies.made(1 + repeats)  # the warm-up and the timed runs
-    outcomes, steps = [], []
+    outcomes, steps, calls = [], [], []
 
     def runbook():
-        start = time.perf_counter()
-        ckpt = _checkpoint(ctx, copies.take(pending["runbook"]))
-        checks = rp.check_requirements(ckpt, after, force=True)
-        checked = time.perf_counter()
-        scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
-        scanned = time.perf_counter()
-        out = rp.repartition(ckpt, after, dry_run=False, force=True, checks=checks, before=scans,
-                             backup_dir=ckpt.root + ".backup")
+        with CallCounter() as counted:
+            start = time.perf_counter()
+            ckpt = _checkpoint(ctx, copies.take(pending["runbook"]))
+            checks = rp.check_requirements(ckpt, after, force=True)
+            checked = time.perf_counter()
+            scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
+            scanned = time.perf_counter()
+            out = rp.repartition(ckpt, after, dry_run=False, force=True, checks=checks,
+                                 before=scans, backup_dir=ckpt.root + ".backup")
         assert out.verified and out.rows_equal, out.lines
         outcomes.append(out)
+        calls.append(counted)
         steps.append({"checks": checked - start, "scan before": scanned - checked,
                       **out.seconds})
 
@@ -219,6 +225,11 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
     files = [p for p in Path(backup).rglob("*") if p.is_file()]
     results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",
                               len(files), f"files, {sum(p.stat().st_size for p in files):,} bytes"))
+    journaled = len(json.loads((Path(backup) / JOURNAL_NAME).read_text())["manifest"])
+    results += [ctx.report(f"[{shape}] JVM calls of 07's steps, the apply included ({journaled:,} "
+                           "files journaled)", calls[-1].jvm_calls, "py4j calls"),
+                ctx.report(f"[{shape}] folder listings of 07's steps", calls[-1].listings,
+                           "listings")]
     copies.all_repartitioned()
     return results
 

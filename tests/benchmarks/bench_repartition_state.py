@@ -12,7 +12,8 @@ checkpoint (copied before the clock starts; never the shape itself):
   looks active (the check still runs);
 - the same steps called from the library in one warmed process against
   ``spark._streamingCheckpointManager.repartition`` there, with where the apply's time went (its
-  steps, timed by the library) and what the backup copied and journaled.
+  steps, timed by the library), what the backup copied and journaled, and the JVM calls and
+  folder listings the steps made.
 
 At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
 ``production_shape.py``, skipped with a line saying how to build it when missing) also the whole

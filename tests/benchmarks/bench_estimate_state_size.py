@@ -23,7 +23,8 @@ import time
 
 SIZES = (10_000, 100_000, 1_000_000)
 PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
-                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog")
+                     "window_agg_many_users-rocksdb_changelog", "window_agg_many_users-hdfs",
+                     "join-rocksdb_changelog")
 # The smallest Spark work that answers 02's question on a checkpoint: rows per partition of every
 # store at the newest batch, and the bytes its state files hold (one content summary of state/).
 BARE_PROCESS = textwrap.dedent("""

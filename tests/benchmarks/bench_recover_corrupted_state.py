@@ -36,7 +36,8 @@ BARE_PROCESS = textwrap.dedent("""
               .load(sys.argv[1]).count())
 """)
 PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
-                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog")
+                     "window_agg_many_users-rocksdb_changelog", "window_agg_many_users-hdfs",
+                     "join-rocksdb_changelog")
 
 BATCHES = 200
 MIDDLE_VERSION = 101  # written by batch 100: batches 100..199 do not load, 99 is the last good

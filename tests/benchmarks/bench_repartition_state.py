@@ -23,7 +23,6 @@ the partition Spark would place them in on twice the count.
 """
 from __future__ import annotations
 
-import json
 import shutil
 import textwrap
 import time
@@ -192,7 +191,7 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
     from bench_inspect_state import CallCounter  # beside this file
 
     from state_runbooks import repartition as rp
-    from state_runbooks.safekeeping import JOURNAL_NAME
+    from state_runbooks.safekeeping import read_journal
 
     pending = copies.made(1 + repeats)  # the warm-up and the timed runs
     outcomes, steps, calls = [], [], []
@@ -226,7 +225,7 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
     files = [p for p in Path(backup).rglob("*") if p.is_file()]
     results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",
                               len(files), f"files, {sum(p.stat().st_size for p in files):,} bytes"))
-    journaled = len(json.loads((Path(backup) / JOURNAL_NAME).read_text())["manifest"])
+    journaled = len(read_journal(ctx.spark, outcomes[-1].journal_path, rp.REPARTITION)["manifest"])
     results += [ctx.report(f"[{shape}] JVM calls of 07's steps, the apply included ({journaled:,} "
                            "files journaled)", calls[-1].jvm_calls, "py4j calls"),
                 ctx.report(f"[{shape}] folder listings of 07's steps", calls[-1].listings,

@@ -225,7 +225,8 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
     files = [p for p in Path(backup).rglob("*") if p.is_file()]
     results.append(ctx.report(f"[{shape}] the apply's backup folder (journal and copies)",
                               len(files), f"files, {sum(p.stat().st_size for p in files):,} bytes"))
-    journaled = len(read_journal(ctx.spark, outcomes[-1].journal_path, rp.REPARTITION)["manifest"])
+    journal = read_journal(ctx.spark, outcomes[-1].journal_path, rp.REPARTITION)
+    journaled = len(journal["manifest"])
     results += [ctx.report(f"[{shape}] JVM calls of 07's steps, the apply included ({journaled:,} "
                            "files journaled)", calls[-1].jvm_calls, "py4j calls"),
                 ctx.report(f"[{shape}] folder listings of 07's steps", calls[-1].listings,

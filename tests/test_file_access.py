@@ -105,3 +105,28 @@ def test_a_dbfs_summary_goes_to_that_file_system_not_a_local_folder(spark, tmp_p
     with pytest.raises(RunbookError, match="no Hadoop file system for scheme 'dbfs'"):
         write_summary(summary, "dbfs:/checkpoints/summary.json", spark)
     assert not (tmp_path / "dbfs:").exists()
+
+
+def test_walk_lists_every_file_whatever_its_name(spark, tmp_path):
+    """The walk lists a level's folders in one call; names a glob would read as a pattern, in the
+    tree and in the root itself, are listed as they are, sizes and times as the OS has them."""
+    import os
+    root = tmp_path / "ckpt {a,b} [1]*"
+    names = ["offsets/0", "state/0/0/1.delta", "state/0/0/.1.delta.crc", "state/0/{x,y}/a b,c",
+             "state/0/[z]/?", "state/0/1/SSTs/000008-u.sst", "deep/1/2/3/4/5/6/7/f"]
+    for i, rel in enumerate(names):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"x" * i)
+    (root / "state/0/empty").mkdir()
+    on_disk = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            full = os.path.join(folder, name)
+            on_disk[os.path.relpath(full, root)] = (os.path.getsize(full),
+                                                    os.stat(full).st_mtime_ns // 1_000_000)
+    raw = HadoopFS(spark, str(root)).raw()
+    assert _files(raw) == on_disk and len(on_disk) == len(names)
+    assert _files(HadoopFS(spark, str(root / "state"))) == {
+        rel[len("state/"):]: v for rel, v in on_disk.items()
+        if rel.startswith("state/") and not rel.endswith(".crc")}
+    assert raw.walk("nowhere") == {}

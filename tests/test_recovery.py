@@ -238,6 +238,9 @@ def test_hadoop_fs_additions(spark, setups, tmp_path):
     shutil.copytree(local / "offsets", changed)
     (changed / "0").write_bytes((changed / "0").read_bytes().replace(b"v1", b"v2"))
     assert "Checksum" in HadoopFS(spark, str(changed)).verify_checksum("0")
+    others = sorted(f.name for f in changed.iterdir() if f.name[0] not in ".0")
+    complaints = HadoopFS(spark, str(changed)).verify_checksums(["0", *others])  # by threads
+    assert list(complaints) == ["0"] and "Checksum" in complaints["0"] and others
 
 
 def test_nothing_broken_reports_so_and_plans_nothing(spark, setups, copy_checkpoint, tmp_path):

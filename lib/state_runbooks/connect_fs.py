@@ -198,6 +198,10 @@ class ConnectFS:
         """Nothing to verify: sidecars are invisible through Spark's listing."""
         return None
 
+    def verify_checksums(self, rels: list[str]) -> dict[str, str]:
+        """Nothing to verify: sidecars are invisible through Spark's listing."""
+        return {}
+
     def same_file_system(self, other) -> bool:
         return _file_system(self.root) == _file_system(other.root)
 

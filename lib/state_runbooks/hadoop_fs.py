@@ -7,6 +7,7 @@ cluster already has. Paths are given relative to a root folder (usually the chec
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .errors import RunbookError, first_line
@@ -15,7 +16,7 @@ from .errors import RunbookError, first_line
 # modification_time=<ms>; ...}". Parsed by list() to list a folder in one JVM call.
 _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
                           r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+);")
-_GLOB_CHARS = re.compile(r"[*?\[\]{}\\]")  # Hadoop glob syntax
+_CHECKING_THREADS = 4  # 2-8 measured alike on 2 cores; 1 is slower
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
 
 
@@ -165,26 +166,22 @@ class HadoopFS:
 
     def walk(self, rel: str = "") -> dict[str, FileEntry]:
         """Every file below ``rel`` (recursive), by path relative to the root; absent: empty.
-        One glob per depth level over the folders found at the level above (``rel/*``, then
-        ``{rel/a,rel/b,...}/*``, ...): a few JVM calls for a whole tree where listing folder by
-        folder takes one per folder (a 200-partition checkpoint has thousands), and no folder is
-        listed twice (a glob of ``rel/*/*/*`` lists every level above again: 2.1 s instead of
-        1.2 s for 26,000 files)."""
+        One ``listStatus`` call per depth level for all the folders found at the level above: a
+        few JVM calls for a whole tree where listing folder by folder takes one per folder (a
+        200-partition checkpoint has thousands). A brace glob (``{a,b,...}/*``) lists the same
+        folders, slower: 1.1-1.5 s instead of 0.7-0.9 s for 200 folders of 45,000 files."""
         base = rel.strip("/")
         path = self._path(base)
         if not self._fs.exists(path):
             return {}
         prefix = str(self._fs.getFileStatus(path).getPath().toString()).rstrip("/") + "/"
-        if _GLOB_CHARS.search(prefix):  # the root itself would be read as a pattern
-            return self._walk_folder_by_folder(base)
         out: dict[str, FileEntry] = {}
         folders = [base]
         for _ in range(_MAX_DEPTH):
-            if any(_GLOB_CHARS.search(f) or "," in f for f in folders):
-                return self._walk_folder_by_folder(base)  # a name a pattern would misread
-            pattern = (folders[0] if len(folders) == 1 else "{" + ",".join(folders) + "}") + "/*"
-            statuses = self._fs.globStatus(self._path(pattern.lstrip("/")))
-            found = self._statuses(statuses) if statuses is not None else []
+            try:
+                found = self._statuses(self._fs.listStatus(self._paths(folders)))
+            except Exception:  # noqa: BLE001 - a folder went away meanwhile: list what is there
+                return self._walk_folder_by_folder(base)
             if any(not full.startswith(prefix) for full, *_ in found):
                 return self._walk_folder_by_folder(base)  # paths written another way: be exact
             folders = []
@@ -197,6 +194,21 @@ class HadoopFS:
             if not folders:
                 return dict(sorted(out.items()))
         return self._walk_folder_by_folder(base)
+
+    def _paths(self, rels: list[str]):
+        """A Java ``Path[]`` of many paths in two JVM calls (not two per path): their URIs joined
+        by newlines, split and turned into paths by Hadoop's ``StringUtils``."""
+        uris = [self.uri(rel) for rel in rels]
+        if any("\n" in uri for uri in uris):  # cannot be joined by newlines: one by one
+            path_class = self._jvm.org.apache.hadoop.fs.Path
+            array = self._spark.sparkContext._gateway.new_array(path_class, len(rels))
+            for i, rel in enumerate(rels):
+                array[i] = self._path(rel)
+            return array
+        if "_string_utils" not in self.__dict__:
+            self._string_utils = self._jvm.org.apache.hadoop.util.StringUtils
+        strings = self._string_utils
+        return strings.stringToPath(strings.getStrings("\n".join(uris), "\n"))
 
     def _walk_folder_by_folder(self, base: str) -> dict[str, FileEntry]:
         out: dict[str, FileEntry] = {}
@@ -256,3 +268,14 @@ class HadoopFS:
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
             return first_line(exc)
         return None
+
+    def verify_checksums(self, rels: list[str]) -> dict[str, str]:
+        """:meth:`verify_checksum` of many files, a few at a time (each call waits mostly on the
+        JVM: 2,000 deltas in 0.6-0.7 s instead of 0.8-1.3 s): Hadoop's complaint by path, for the
+        files whose bytes do not match their sidecar."""
+        if not self.has_checksum_layer or not rels:
+            return {}
+        first = self.verify_checksum(rels[0])  # sets the reader up before the threads share it
+        with ThreadPoolExecutor(max_workers=_CHECKING_THREADS) as pool:
+            complaints = [first, *pool.map(self.verify_checksum, rels[1:])]
+        return {rel: c for rel, c in zip(rels, complaints) if c is not None}

@@ -269,7 +269,7 @@ class Structure:
             if rel.endswith(".zip") and rel in self.inventory:
                 full.extend(self._sst_paths(rel, key))
         if check_content:
-            self._check_content(full, key)
+            self._check_content(full)
         return full
 
     def loaded_by_spark(self, unit, version: int) -> None:
@@ -329,24 +329,23 @@ class Structure:
                     "bytes: the file was cut short or grew after Spark wrote it")
         return None
 
-    def _check_content(self, rels: list[str], key: tuple) -> None:
+    def _check_content(self, rels: list[str]) -> None:
         """Read each file (once) through the checksum layer: bytes that no longer match the
         sidecar are damage."""
         checked_fs = self.ckpt.fs
         if not checked_fs.has_checksum_layer:
             return
-        for rel in rels:
-            if rel in self.content_checked or rel in self.bad_files or rel not in self.inventory \
-                    or sidecar_of(rel) not in self.inventory:
-                continue
-            self.content_checked.add(rel)
-            if checked_fs.verify_checksum(rel) is not None:
-                self.bad_files.add(rel)
-                batch = self._first_needed.get(rel)
-                if batch is None and "/SSTs/" in rel:
-                    batch = self._first_batch_listing(rel, key)
-                self.add(rel, "its bytes do not match its .crc sidecar: the file changed after "
-                         "Spark wrote it", batch)
+        todo = [rel for rel in dict.fromkeys(rels)
+                if rel not in self.content_checked and rel not in self.bad_files
+                and rel in self.inventory and sidecar_of(rel) in self.inventory]
+        self.content_checked.update(todo)
+        for rel in checked_fs.verify_checksums(todo):
+            self.bad_files.add(rel)
+            batch = self._first_needed.get(rel)
+            if batch is None and "/SSTs/" in rel:
+                batch = self._sst_key_batch(rel)
+            self.add(rel, "its bytes do not match its .crc sidecar: the file changed after Spark "
+                     "wrote it", batch)
 
     # verdicts per batch --------------------------------------------------------------------------
     def batch_files_ok(self, batch: int) -> tuple[bool, str]:
@@ -355,8 +354,9 @@ class Structure:
         for op, parts in self.missing_partitions.items():
             if parts:
                 return False, f"state/{op}/{parts[0]} is missing"
-        for key in self.chains:
-            needed = self.needs(key, version)
+        needs = {key: self.needs(key, version, check_content=False) for key in self.chains}
+        self._check_content([rel for needed in needs.values() for rel in needed or []])
+        for key, needed in needs.items():
             if needed is None:
                 return False, f"{store_folder(key[0], key[2], key[1])} has no version {version}"
             for rel in needed:

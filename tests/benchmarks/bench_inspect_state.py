@@ -4,7 +4,7 @@ by ``production_shape.py``, skipped with a line saying how to build it when miss
 
 Per shape: the whole notebook under papermill against a bare process counting the state's rows per
 partition; 03's per-store figures against one raw scan of each store; and what the library's steps
-cost in JVM calls (Python to JVM round trips) and folder listings.
+cost in JVM calls (Python to JVM round trips) and listing calls.
 """
 from __future__ import annotations
 
@@ -26,15 +26,16 @@ BARE_PROCESS = textwrap.dedent("""
 
 
 class CallCounter:
-    """Python-to-JVM round trips (py4j commands) and folder listings of the file access layer,
-    while a block runs."""
+    """Python-to-JVM round trips (py4j commands) and listing calls of the file access layer (a
+    folder's ``listStatus``, or one depth level of a walk, which lists all its folders in one
+    call), while a block runs."""
 
     def __enter__(self):
         from py4j.java_gateway import GatewayClient
 
         from state_runbooks.hadoop_fs import HadoopFS
         self.jvm_calls = self.listings = 0
-        self._patched = [(GatewayClient, "send_command"), (HadoopFS, "list")]
+        self._patched = [(GatewayClient, "send_command"), (HadoopFS, "_statuses")]
         self._originals = [getattr(cls, name) for cls, name in self._patched]
         send, listing = self._originals
 
@@ -42,11 +43,11 @@ class CallCounter:
             self.jvm_calls += 1
             return send(client, *args, **kwargs)
 
-        def counted_list(fs, *args, **kwargs):
+        def counted_listing(fs, *args, **kwargs):
             self.listings += 1
             return listing(fs, *args, **kwargs)
 
-        GatewayClient.send_command, HadoopFS.list = counted_send, counted_list
+        GatewayClient.send_command, HadoopFS._statuses = counted_send, counted_listing
         return self
 
     def __exit__(self, *exc):
@@ -102,7 +103,7 @@ def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     results = [
         ctx.report(f"[{shape}] JVM calls of 03's steps ({files:,} state files)",
                    counted.jvm_calls, "py4j calls"),
-        ctx.report(f"[{shape}] folder listings of 03's steps", counted.listings, "listings"),
+        ctx.report(f"[{shape}] listing calls of 03's steps", counted.listings, "listings"),
         ctx.report(f"[{shape}] growth step / one raw scan of every store",
                    round(times["growth"] / raw, 2), "x"),
         ctx.side_by_side(

@@ -13,7 +13,7 @@ Production shape (200 partitions, 100+ retained batches; built once by ``product
 whole notebook in its default mode (diagnose, a dry run) on a healthy checkpoint under papermill,
 against a bare process asking the same question: can Spark load every store's state at the newest
 batch (a ``statestore`` count of every store at the last committed batch). What diagnose costs in
-Spark loads, JVM calls and folder listings is reported too, and the checkpoint's files are checked
+Spark loads, JVM calls and listing calls is reported too, and the checkpoint's files are checked
 to be byte for byte the same after all runs.
 """
 from __future__ import annotations
@@ -67,7 +67,7 @@ def at_production_shape(ctx) -> list[dict]:
         results += [
             ctx.report(f"[{name}] diagnose: state loads (Spark jobs)", diag.loads, "loads"),
             ctx.report(f"[{name}] diagnose: JVM calls", counted.jvm_calls, "py4j calls"),
-            ctx.report(f"[{name}] diagnose: folder listings", counted.listings, "listings"),
+            ctx.report(f"[{name}] diagnose: listing calls", counted.listings, "listings"),
             ctx.notebook_vs_process(
                 f"[production shape: {name}] whole 05 notebook (diagnose) under papermill vs a bare "
                 "process loading every store at the last committed batch", "05_recover_corrupted_state",

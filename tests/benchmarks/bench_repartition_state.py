@@ -13,7 +13,7 @@ checkpoint (copied before the clock starts; never the shape itself):
 - the same steps called from the library in one warmed process against
   ``spark._streamingCheckpointManager.repartition`` there, with where the apply's time went (its
   steps, timed by the library), what the backup copied and journaled, and the JVM calls and
-  folder listings the steps made.
+  listing calls the steps made.
 
 At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
 ``production_shape.py``, skipped with a line saying how to build it when missing) also the whole
@@ -229,7 +229,7 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
     journaled = len(journal["manifest"])
     results += [ctx.report(f"[{shape}] JVM calls of 07's steps, the apply included ({journaled:,} "
                            "files journaled)", calls[-1].jvm_calls, "py4j calls"),
-                ctx.report(f"[{shape}] folder listings of 07's steps", calls[-1].listings,
+                ctx.report(f"[{shape}] listing calls of 07's steps", calls[-1].listings,
                            "listings")]
     copies.all_repartitioned()
     return results

@@ -211,7 +211,8 @@ def test_which_files_spark_s_load_checks_against_their_sidecars(spark, setups, c
 
 
 # -- the rest of the list -----------------------------------------------------------------
-def test_hadoop_fs_additions(spark, setups, tmp_path):
+def test_hadoop_fs_additions(spark, setups, tmp_path, monkeypatch):
+    from state_runbooks import hadoop_fs
     from state_runbooks.hadoop_fs import HadoopFS
     run, _ = setups("hdfs")
     fs = HadoopFS(spark, run.checkpoint_path)
@@ -239,8 +240,10 @@ def test_hadoop_fs_additions(spark, setups, tmp_path):
     (changed / "0").write_bytes((changed / "0").read_bytes().replace(b"v1", b"v2"))
     assert "Checksum" in HadoopFS(spark, str(changed)).verify_checksum("0")
     others = sorted(f.name for f in changed.iterdir() if f.name[0] not in ".0")
-    complaints = HadoopFS(spark, str(changed)).verify_checksums(["0", *others])  # by threads
-    assert list(complaints) == ["0"] and "Checksum" in complaints["0"] and others
+    for one_thread_up_to in (0, 100):  # by threads, and in this thread
+        monkeypatch.setattr(hadoop_fs, "_ONE_THREAD_UP_TO", one_thread_up_to)
+        complaints = HadoopFS(spark, str(changed)).verify_checksums(["0", *others])
+        assert list(complaints) == ["0"] and "Checksum" in complaints["0"] and others
 
 
 def test_nothing_broken_reports_so_and_plans_nothing(spark, setups, copy_checkpoint, tmp_path):

@@ -17,6 +17,7 @@ from .errors import RunbookError, first_line
 _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
                           r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+);")
 _CHECKING_THREADS = 4  # 2-8 measured alike on 2 cores; 1 is slower
+_ONE_THREAD_UP_TO = 16  # files: a store partition's few need no threads of their own
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
 
 
@@ -276,6 +277,9 @@ class HadoopFS:
         if not self.has_checksum_layer or not rels:
             return {}
         first = self.verify_checksum(rels[0])  # sets the reader up before the threads share it
-        with ThreadPoolExecutor(max_workers=_CHECKING_THREADS) as pool:
-            complaints = [first, *pool.map(self.verify_checksum, rels[1:])]
+        if len(rels) <= _ONE_THREAD_UP_TO:
+            complaints = [first, *map(self.verify_checksum, rels[1:])]
+        else:
+            with ThreadPoolExecutor(max_workers=_CHECKING_THREADS) as pool:
+                complaints = [first, *pool.map(self.verify_checksum, rels[1:])]
         return {rel: c for rel, c in zip(rels, complaints) if c is not None}

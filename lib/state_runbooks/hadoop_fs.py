@@ -179,6 +179,8 @@ class HadoopFS:
         out: dict[str, FileEntry] = {}
         folders = [base]
         for _ in range(_MAX_DEPTH):
+            if any("\n" in f for f in folders):  # a name the joined paths would split
+                return self._walk_folder_by_folder(base)
             try:
                 found = self._statuses(self._fs.listStatus(self._paths(folders)))
             except Exception:  # noqa: BLE001 - a folder went away meanwhile: list what is there
@@ -199,17 +201,10 @@ class HadoopFS:
     def _paths(self, rels: list[str]):
         """A Java ``Path[]`` of many paths in two JVM calls (not two per path): their URIs joined
         by newlines, split and turned into paths by Hadoop's ``StringUtils``."""
-        uris = [self.uri(rel) for rel in rels]
-        if any("\n" in uri for uri in uris):  # cannot be joined by newlines: one by one
-            path_class = self._jvm.org.apache.hadoop.fs.Path
-            array = self._spark.sparkContext._gateway.new_array(path_class, len(rels))
-            for i, rel in enumerate(rels):
-                array[i] = self._path(rel)
-            return array
         if "_string_utils" not in self.__dict__:
             self._string_utils = self._jvm.org.apache.hadoop.util.StringUtils
         strings = self._string_utils
-        return strings.stringToPath(strings.getStrings("\n".join(uris), "\n"))
+        return strings.stringToPath(strings.getStrings("\n".join(map(self.uri, rels)), "\n"))
 
     def _walk_folder_by_folder(self, base: str) -> dict[str, FileEntry]:
         out: dict[str, FileEntry] = {}

@@ -1,17 +1,39 @@
 """Shared fixtures: one local Spark session and demo checkpoints written by real queries.
 
-Demo checkpoints are built once per test session and must not be changed by tests; a test that
-changes files copies one first (``copy_checkpoint``).
+Demo checkpoints are built once per test process (pytest-xdist runs two) and must not be changed
+by tests; a test that changes files copies one first (``copy_checkpoint``).
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 
 import pytest
 
+import shared_servers
 from state_runbooks.demo import build_demo_checkpoint
 from state_runbooks.notebooks import execute, resolve_notebook
 from state_runbooks.session import get_spark
+
+
+# The notebooks' kernels (papermill, nbval) and the other processes the tests start each run Spark
+# for seconds on small data: the quick JIT alone and the serial collector spend less of two cores
+# on themselves (a papermill run of 03's demo took 20-21 s instead of 25 s). The JVMs that live the
+# whole run, this process's and the Connect server's, keep the JVM's defaults: the quick JIT made
+# their tests slower. Neither changes anything Spark decides.
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"
+_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")  # a run's own setting wins everywhere
+os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JIT)
+
+
+@contextlib.contextmanager
+def long_lived_jvm():
+    """Start a JVM that serves the whole run with the JVM options this run was given."""
+    with pytest.MonkeyPatch.context() as patch:
+        if _SUBMIT_OPTS is None:
+            patch.delenv("SPARK_SUBMIT_OPTS")
+        yield
 
 
 def pytest_collection_modifyitems(config, items):
@@ -24,7 +46,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark():
-    return get_spark()
+    with long_lived_jvm():
+        return get_spark()
 
 
 @pytest.fixture(scope="session")
@@ -65,13 +88,27 @@ def run_notebook(tmp_path):
 
 
 # -- real servers, started once per test run from the installed pyspark ----------------------------
+# shared_servers.py lets every worker process of the run use the same ones.
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the run's main process
+        shared_servers.open_run_folder()
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        shared_servers.stop_all()
+
+
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory):
     """A Spark Connect server on a free loopback port (stopped at the end of the run)."""
     from state_runbooks.local_servers import start_connect_server
-    server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
-    yield server
-    server.stop()
+
+    def start():
+        with long_lived_jvm():
+            server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
+        return shared_servers.Running(server.url, [server.process.pid])
+    return shared_servers.shared("connect", start)
 
 
 @pytest.fixture(scope="session")
@@ -90,8 +127,6 @@ def connect_spark(connect_server):
 @pytest.fixture
 def on_connect(connect_spark, monkeypatch):
     """``with on_connect(): ...`` runs library code as in a notebook whose session is Connect."""
-    import contextlib
-
     @contextlib.contextmanager
     def connect_mode():
         with monkeypatch.context() as patch:
@@ -105,9 +140,11 @@ def on_connect(connect_spark, monkeypatch):
 def standalone_cluster(tmp_path_factory):
     """A standalone cluster on loopback: one master and one worker process."""
     from state_runbooks.local_servers import start_standalone_cluster
-    cluster = start_standalone_cluster(str(tmp_path_factory.mktemp("servers") / "cluster.log"))
-    yield cluster
-    cluster.stop()
+
+    def start():
+        cluster = start_standalone_cluster(str(tmp_path_factory.mktemp("servers") / "cluster.log"))
+        return shared_servers.Running(cluster.url, [cluster.worker.pid, cluster.master.pid])
+    return shared_servers.shared("cluster", start)
 
 
 # -- one small checkpoint per operator shape, shared by the tests of every runbook -----------------
@@ -117,7 +154,7 @@ def standalone_cluster(tmp_path_factory):
 def shape_demo(demo_factory):
     """``shape_demo(workload)`` -> DemoRun: a tiny checkpoint (3 batches of 10 rows, 2 partitions)
     of an operator shape (dedup_within_watermark, join_v3, session_window, pandas_with_state,
-    transform_with_state, limit, or any other workload), built once per test run."""
+    transform_with_state, limit, or any other workload), built once per test process."""
     def demo(workload: str, batches: int = 3):
         return demo_factory(workload, batches=batches, rows_per_batch=10, partitions=2)
     return demo

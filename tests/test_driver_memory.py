@@ -35,7 +35,7 @@ PARTITIONS = 4
 FLAT_SHARE = 0.05
 
 # shape -> workload, provider, batches, and rows per batch: the same shape with 20 times the keys.
-# The join's smaller size is the demo other tests use (built once per test run).
+# The join's smaller size is the demo other tests use (built once per test process).
 SHAPES = {
     "aggregation, RocksDB with changelog": ("window_agg_many_users", "rocksdb_changelog", 4,
                                             (100, 2000)),

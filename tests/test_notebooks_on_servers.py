@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import nbformat
 import pytest
@@ -175,16 +176,38 @@ def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot
     assert [f["code"] for f in summary["findings"]] == ["repartition_not_possible_now"]
 
 
-@pytest.mark.slow
-def test_connect_server_command_stops_its_server_when_told_to_end(tmp_path):
-    """``state-runbooks connect-server`` runs the server in a session of its own; SIGTERM (a
-    scheduler or a closed terminal's SIGHUP) ends the server too, and frees the port."""
+def _connect_server_command(tmp_path) -> tuple[subprocess.Popen, int]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     command = subprocess.Popen(
         [sys.executable, "-m", "state_runbooks.notebooks", "connect-server", "--port", str(port),
          "--log", str(tmp_path / "connect.log")], stdout=subprocess.PIPE, text=True)
+    return command, port
+
+
+def _servers_on(port: int) -> list:
+    import psutil
+    setting = f"spark.connect.grpc.binding.port={port}"
+    return [p for p in psutil.process_iter(["cmdline"]) if setting in (p.info["cmdline"] or [])]
+
+
+def _no_server_left_on(port: int, seconds: float = 10) -> bool:
+    """No process of a server on ``port`` is left (one that was told to end exits within
+    seconds)."""
+    deadline = time.monotonic() + seconds
+    while _servers_on(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+@pytest.mark.slow
+def test_connect_server_command_stops_its_server_when_told_to_end(tmp_path):
+    """``state-runbooks connect-server`` runs the server in a session of its own; SIGTERM (a
+    scheduler or a closed terminal's SIGHUP) ends the server too, and frees the port."""
+    command, port = _connect_server_command(tmp_path)
     try:
         for line in command.stdout:
             if line.startswith("ready:"):
@@ -196,3 +219,21 @@ def test_connect_server_command_stops_its_server_when_told_to_end(tmp_path):
         command.kill()
     with pytest.raises(OSError):
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    assert _no_server_left_on(port)
+
+
+@pytest.mark.slow
+def test_connect_server_command_told_to_end_while_starting_stops_the_server_it_started(tmp_path):
+    """The signal may come before the server listens, or while "ready" is printed: the server,
+    in a session of its own, is stopped all the same."""
+    command, port = _connect_server_command(tmp_path)
+    try:
+        assert command.stdout.readline().startswith("starting")
+        while not _servers_on(port):  # its process exists; a JVM listens seconds later
+            assert command.poll() is None
+            time.sleep(0.1)
+        command.send_signal(signal.SIGTERM)
+        assert command.wait(timeout=60) == 0
+    finally:
+        command.kill()
+    assert _no_server_left_on(port)

@@ -5,7 +5,9 @@ cluster (one master, one worker). For trying the runbooks as they run elsewhere,
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +35,16 @@ def free_port() -> int:
 
 
 def _wait_for_port(port: int, process: subprocess.Popen, what: str, log: str) -> None:
+    """Wait until ``process`` listens on ``port``; stop it if it never does, or if the wait ends
+    otherwise (Ctrl-C, SIGTERM): it runs in a session of its own and would outlive this one."""
+    try:
+        _poll_port(port, process, what, log)
+    except BaseException:
+        _stop(process)
+        raise
+
+
+def _poll_port(port: int, process: subprocess.Popen, what: str, log: str) -> None:
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -42,7 +54,6 @@ def _wait_for_port(port: int, process: subprocess.Popen, what: str, log: str) ->
             return
         except OSError:
             time.sleep(0.5)
-    process.terminate()
     raise RunbookError(f"{what} did not listen on 127.0.0.1:{port} within {READY_SECONDS} s: "
                        f"see {log}")
 
@@ -62,13 +73,20 @@ def _start(args: list[str], log: str) -> subprocess.Popen:
 
 
 def _stop(process: subprocess.Popen) -> None:
+    """Stop a server and every process of its session: while it starts, Spark's launcher scripts
+    run a shell and a JVM beside it; once up, its Python workers."""
     if process.poll() is None:
-        process.terminate()
+        _signal_session(process, signal.SIGTERM)
         try:
             process.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            process.kill()
+            _signal_session(process, signal.SIGKILL)
             process.wait()
+
+
+def _signal_session(process: subprocess.Popen, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signum)  # started as a session leader: its group has its id
 
 
 @dataclass

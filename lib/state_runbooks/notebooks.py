@@ -176,14 +176,17 @@ def serve_connect(port: int, log: str) -> int:
         signal.signal(ending, interrupt)
     pathlib.Path(log).parent.mkdir(parents=True, exist_ok=True)
     print(f"starting a Spark Connect server on 127.0.0.1:{port} (log: {log}) ...", flush=True)
-    server = start_connect_server(log, port)
-    print(f"ready: run a runbook with -p spark_master {server.url}   (Ctrl-C stops it)", flush=True)
-    try:
+    server = None
+    try:  # from here on, an ending signal (KeyboardInterrupt) still stops the server
+        server = start_connect_server(log, port)  # stops what it started if interrupted
+        print(f"ready: run a runbook with -p spark_master {server.url}   (Ctrl-C stops it)",
+              flush=True)
         server.process.wait()
     except KeyboardInterrupt:
         pass
     finally:
-        server.stop()
+        if server is not None:
+            server.stop()
     return 0
 
 

@@ -66,12 +66,13 @@ def _locked(path: Path):
 
 
 def _stop(pid: int) -> None:
+    # Each server leads a session of its own (local_servers): its group goes with it.
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
+        os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_SECONDS
         while not _gone(pid):
             if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
                 return
             time.sleep(0.2)
 

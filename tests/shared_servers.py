@@ -12,14 +12,13 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from state_runbooks.local_servers import stop_server
+
 RUN_FOLDER_ENV = "STATE_RUNBOOKS_TEST_SERVERS"
-STOP_SECONDS = 30  # then SIGKILL, as local_servers does for a server of its own
 
 
 class Running(NamedTuple):
@@ -49,7 +48,7 @@ def stop_all() -> None:
         return
     for record in Path(folder).glob("*.json"):
         for pid in Running(**json.loads(record.read_text())).pids:
-            _stop(pid)
+            stop_server(pid)
     for leftover in Path(folder).iterdir():
         leftover.unlink()
     os.rmdir(folder)
@@ -63,26 +62,3 @@ def _locked(path: Path):
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _stop(pid: int) -> None:
-    # Each server leads a session of its own (local_servers): its group goes with it.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_SECONDS
-        while not _gone(pid):
-            if time.monotonic() > deadline:
-                os.killpg(pid, signal.SIGKILL)
-                return
-            time.sleep(0.2)
-
-
-def _gone(pid: int) -> bool:
-    try:
-        return os.waitpid(pid, os.WNOHANG)[0] == pid  # a server this process started
-    except ChildProcessError:  # started by a worker that has exited: no exit status to collect
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False

@@ -20,6 +20,7 @@ from .session import LOCAL_CONF
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 READY_SECONDS = 120  # a cold JVM on a busy two-core machine takes 10-40 s
+STOP_SECONDS = 30
 
 
 def spark_home() -> str:
@@ -40,7 +41,7 @@ def _wait_for_port(port: int, process: subprocess.Popen, what: str, log: str) ->
     try:
         _poll_port(port, process, what, log)
     except BaseException:
-        _stop(process)
+        stop_server(process.pid)
         raise
 
 
@@ -72,21 +73,29 @@ def _start(args: list[str], log: str) -> subprocess.Popen:
                                 start_new_session=True)
 
 
-def _stop(process: subprocess.Popen) -> None:
-    """Stop a server and every process of its session: while it starts, Spark's launcher scripts
-    run a shell and a JVM beside it; once up, its Python workers."""
-    if process.poll() is None:
-        _signal_session(process, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            _signal_session(process, signal.SIGKILL)
-            process.wait()
-
-
-def _signal_session(process: subprocess.Popen, signum: int) -> None:
+def stop_server(pid: int) -> None:
+    """Stop a server started here and every process of its session (while it starts, Spark's
+    launcher scripts run a shell and a JVM beside it; once up, its Python workers): SIGTERM, then
+    SIGKILL after ``STOP_SECONDS``. Any process may stop it, not only the one that started it."""
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signum)  # started as a session leader: its group has its id
+        os.killpg(pid, signal.SIGTERM)  # started as a session leader: its group has its id
+        deadline = time.monotonic() + STOP_SECONDS
+        while not _gone(pid):
+            if time.monotonic() > deadline:
+                os.killpg(pid, signal.SIGKILL)
+                deadline = float("inf")
+            time.sleep(0.2)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return os.waitpid(pid, os.WNOHANG)[0] == pid  # this process's child: collect its status
+    except ChildProcessError:  # another process's: gone once no process has its id
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
 
 
 @dataclass
@@ -101,7 +110,7 @@ class ConnectServer:
         return f"sc://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        _stop(self.process)
+        stop_server(self.process.pid)
 
 
 def start_connect_server(log: str, port: int = 0, master: str = "local[2]") -> ConnectServer:
@@ -131,8 +140,8 @@ class StandaloneCluster:
         return f"spark://127.0.0.1:{self.master_port}"
 
     def stop(self) -> None:
-        _stop(self.worker)
-        _stop(self.master)
+        stop_server(self.worker.pid)
+        stop_server(self.master.pid)
 
 
 def start_standalone_cluster(log: str, cores: int = 2, memory: str = "2g") -> StandaloneCluster:

@@ -19,6 +19,7 @@ import nbformat
 import pytest
 
 from state_runbooks.checkpoint import Checkpoint
+from state_runbooks.local_servers import free_port
 from state_runbooks.notebooks import repo_notebooks_dir, resolve_notebook
 
 REPO = repo_notebooks_dir().parent
@@ -177,9 +178,7 @@ def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot
 
 
 def _connect_server_command(tmp_path) -> tuple[subprocess.Popen, int]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     command = subprocess.Popen(
         [sys.executable, "-m", "state_runbooks.notebooks", "connect-server", "--port", str(port),
          "--log", str(tmp_path / "connect.log")], stdout=subprocess.PIPE, text=True)

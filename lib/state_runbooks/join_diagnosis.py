@@ -32,6 +32,7 @@ JOIN_OPERATOR = "symmetricHashJoin"
 SIDES = ("left", "right")
 ROWS_STORE = "{side}-keyWithIndexToValue"
 WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"  # field metadata Spark puts on the event-time column
+KEY_SAMPLE_ROWS = 50  # left rows whose values name the key fields
 
 # Root causes, in the order they are shown (``_with_category`` decides them).
 CATEGORIES = {
@@ -191,14 +192,14 @@ def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str 
     reason = unreadable_reason(ckpt, operator, batch)
     if reason:
         raise RunbookError(reason)
-    schemas = {s: read_state(ckpt, operator.operator_id, ROWS_STORE.format(side=s), batch).schema
-               for s in SIDES}
+    samples = _side_samples(ckpt, operator, batch)
+    schemas = {side: schema for side, (schema, _) in samples.items()}
     key_schema = schemas["left"]["key"].dataType
     fields = tuple(f.name for f in key_schema.fields if f.name != "index")
     types = tuple(key_schema[f].dataType for f in fields)
     left = _resolve_side("left", schemas["left"]["value"].dataType, left_time_column)
     right = _resolve_side("right", schemas["right"]["value"].dataType, right_time_column)
-    names = _key_names(ckpt, operator.operator_id, batch, fields, left.value_columns)
+    names = _key_names(samples["left"][1], fields, left.value_columns)
     spec = JoinSpec(operator.operator_id, fields, types, names, left, right,
                     float(lower_bound_seconds or 0.0), float(upper_bound_seconds or 0.0))
     if lower_bound_seconds is not None and upper_bound_seconds is not None:
@@ -229,12 +230,24 @@ def unreadable_reason(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> s
     return memo["unreadable", operator.operator_id, batch]
 
 
-def _unreadable(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> str | None:
-    try:
-        for side in SIDES:
+def _side_samples(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> dict:
+    """Per side, its schema and its first rows at ``batch`` (``KEY_SAMPLE_ROWS`` of the left, one
+    of the right), read once per checkpoint object: the rows show that Spark's reader serves the
+    side, and the left's name the key fields (:func:`_key_names`)."""
+    memo = _read_once(ckpt)
+    if ("samples", operator.operator_id, batch) not in memo:
+        samples = {}
+        for side, rows in (("left", KEY_SAMPLE_ROWS), ("right", 1)):
             df = read_state(ckpt, operator.operator_id, ROWS_STORE.format(side=side), batch)
             with spark_errors(f"reading the {side} side's rows"):
-                df.limit(1).collect()
+                samples[side] = (df.schema, df.select("key", "value").limit(rows).collect())
+        memo["samples", operator.operator_id, batch] = samples
+    return memo["samples", operator.operator_id, batch]
+
+
+def _unreadable(ckpt: Checkpoint, operator: OperatorInfo, batch: int) -> str | None:
+    try:
+        _side_samples(ckpt, operator, batch)
     except RunbookError as error:
         files = ckpt.state_files(operator.operator_id)
         versions = sorted({f.version for f in files})
@@ -282,14 +295,23 @@ def time_bounds_from_checkpoint(ckpt: Checkpoint, spec: JoinSpec, batch: int) ->
     method = history_method(ckpt, spec.operator_id)
     start, _ = ckpt.retained_batch_range(spec.operator_id)
     history = key_history(ckpt, spec, batch, method, start)
+
+    # One pass over the history, both sides: per side and batch that removed rows, the latest
+    # time removed (batch null: rows not removed), and the earliest time kept.
+    def side(p):
+        removed = ~F.col(f"{p}_present") & F.col(f"{p}_seen")
+        return F.struct(F.lit(p == "l").alias("is_left"),
+                        F.when(removed, F.col(f"{p}_gone")).alias("batch"),
+                        F.when(removed, F.col(f"{p}_tmax")).alias("t"),
+                        F.col(f"{p}_tmin_now").alias("kept"))
     with spark_errors("reading the join's evictions to find its time bounds"):
-        earliest = history.agg(F.min("l_tmin_now"), F.min("r_tmin_now")).first()
-        kept = {True: earliest[0], False: earliest[1]}
-        removed = reduce(lambda a, b: a.unionByName(b), [
-            history.where(~F.col(f"{p}_present") & F.col(f"{p}_seen")).select(
-                F.lit(p == "l").alias("is_left"), F.col(f"{p}_gone").alias("batch"),
-                F.col(f"{p}_tmax").alias("t")) for p in ("l", "r")])
-        evicted = removed.groupBy("is_left", "batch").agg(F.max("t").alias("t")).collect()
+        groups = (history.select(F.inline(F.array(side("l"), side("r"))))
+                  .groupBy("is_left", "batch").agg(F.max("t").alias("t"),
+                                                   F.min("kept").alias("kept")).collect())
+    kept = {is_left: min((r["kept"] for r in groups
+                          if r["is_left"] == is_left and r["kept"] is not None), default=None)
+            for is_left in (True, False)}
+    evicted = [r for r in groups if r["batch"] is not None]
     watermark_now = ckpt.offsets(batch).watermark_ms
     watermarks = {b: _watermark(ckpt, b) for b in {r["batch"] for r in evicted}}
     found = {}
@@ -322,13 +344,9 @@ def _watermark(ckpt: Checkpoint, batch: int) -> int | None:
         return None
 
 
-def _key_names(ckpt: Checkpoint, operator_id: int, batch: int, fields: tuple,
-               columns: tuple) -> tuple:
+def _key_names(sample: list, fields: tuple, columns: tuple) -> tuple:
     """Name each key field after the left value column that equals it in a sample of rows (the
     state key only says field0, field1, ...); None where no single column does."""
-    df = read_state(ckpt, operator_id, ROWS_STORE.format(side="left"), batch)
-    with spark_errors("sampling the left state to name the key columns"):
-        sample = df.select("key", "value").limit(50).collect()
     if not sample:
         return tuple([None] * len(fields))
     names = []
@@ -399,7 +417,17 @@ def history_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, star
     """Every row the classification reads, both sides, as one DataFrame: the history of batches
     ``start..batch``. With the change feed: each side's feed (on top of the state of ``start`` when
     older history is gone), which also gives the state of ``batch`` itself: each slot's last
-    change. Otherwise the state of every one of those batches."""
+    change. Otherwise the state of every one of those batches. Built once per checkpoint object
+    (a DataFrame is a plan: nothing is read until it is used)."""
+    memo = _read_once(ckpt)
+    key = ("rows", spec.operator_id, spec.key_fields, spec.left.time_column,
+           spec.right.time_column, batch, method, start)
+    if key not in memo:
+        memo[key] = _history_rows(ckpt, spec, batch, method, start)
+    return memo[key]
+
+
+def _history_rows(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start: int):
     from pyspark.sql import functions as F
     frames = []
     for side in SIDES:
@@ -438,7 +466,7 @@ def key_history(ckpt: Checkpoint, spec: JoinSpec, batch: int, method: str, start
                                       key_history(ckpt, spec, batch, method, start), spec)
         else:
             found = _aggregate(history_rows(ckpt, spec, batch, method, start), spec, batch, method)
-        memo[key] = found.persist(StorageLevel.MEMORY_AND_DISK)
+        memo[key] = found.persist(StorageLevel.MEMORY_AND_DISK_DESER)
         weakref.finalize(ckpt, memo[key].unpersist).atexit = False
     return memo[key]
 

@@ -49,6 +49,16 @@ def _in_fresh_python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
+def test_a_session_built_here_takes_the_settings_given_on_top_of_its_own():
+    result = _in_fresh_python(
+        "from state_runbooks.session import get_spark\n"
+        "s = get_spark('local[1]', conf={'spark.driver.memory': '1200m'})\n"
+        "c = s.sparkContext.getConf()\n"
+        "print(c.get('spark.driver.memory'), c.get('spark.sql.session.timeZone'), "
+        "s.sparkContext.master)\n")
+    assert result.stdout.split() == ["1200m", "UTC", "local[1]"], result.stderr
+
+
 def test_a_connect_url_with_nothing_listening_names_the_url_and_how_to_start_a_server():
     port = free_port()
     result = _in_fresh_python(

@@ -88,11 +88,12 @@ def _active_connect_session():
     return ConnectSession.getActiveSession()
 
 
-def get_spark(spark_master: str = "", app_name: str = "state-runbooks"):
+def get_spark(spark_master: str = "", app_name: str = "state-runbooks", conf: dict | None = None):
     """Return the session for ``spark_master`` (see the module's doc for the accepted values).
 
     A classic session built here logs errors only, shows no progress bar and prints timestamps in
-    UTC. An active session of the requested kind is reused as it is.
+    UTC; ``conf`` adds to or overrides its settings (``LOCAL_CONF``). An active session of the
+    requested kind is reused as it is.
     """
     master = check_master(spark_master)
     if not master:
@@ -102,10 +103,10 @@ def get_spark(spark_master: str = "", app_name: str = "state-runbooks"):
         master = os.environ.get("SPARK_REMOTE", "").strip() or DEFAULT_MASTER
     if master.startswith(CONNECT_SCHEME):
         return _connect_session(master)
-    return _classic_session(master, app_name)
+    return _classic_session(master, app_name, {**LOCAL_CONF, **(conf or {})})
 
 
-def _classic_session(master: str, app_name: str):
+def _classic_session(master: str, app_name: str, conf: dict):
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -124,7 +125,7 @@ def _classic_session(master: str, app_name: str):
     # from PATH, which need not have pyarrow and pandas: use this interpreter unless told otherwise.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in LOCAL_CONF.items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.driver.extraJavaOptions",
                              f"-Dlog4j2.configurationFile=file:{_log4j_config()}")

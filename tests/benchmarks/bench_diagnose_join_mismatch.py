@@ -1,6 +1,7 @@
 """04_diagnose_join_mismatch at two shapes: demo scale (a join state of about 500,000 rows per side
 on 8 partitions) and production shape (a stream-stream join on 200 partitions, four stores, RocksDB
-with changelog checkpointing; built once by ``production_shape.py``).
+with changelog checkpointing; built once by ``production_shape.py``). At both, the whole notebook
+under papermill against a bare process; at demo scale also the classification in one warmed process.
 
 The runbook classifies every key from its history: the change feed of both sides, read in one pass,
 whose last change per slot is also the state of the diagnosed batch. The bare side is the commonly published approach: the two
@@ -48,7 +49,7 @@ BARE_PROCESS = textwrap.dedent("""
 """)
 
 
-def _at_production_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
+def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     from bench_estimate_state_size import cell_times  # beside this file
 
     from state_runbooks.checkpoint import Checkpoint
@@ -111,8 +112,8 @@ def bench(ctx) -> list[dict]:
             "stores at the batch",
             runbook, lambda: bare_outer_join(ctx.spark, ckpt.root, batch), target=1.5),
         ctx.report("join keys classified", sum(counts.values()), "keys"),
+        *_whole_notebook(ctx, "demo scale", run.checkpoint_path, ctx.repeats),
     ]
     for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
-        results += _at_production_shape(ctx, f"production shape: {name}", path,
-                                        min(ctx.repeats, 2))
+        results += _whole_notebook(ctx, f"production shape: {name}", path, min(ctx.repeats, 2))
     return results

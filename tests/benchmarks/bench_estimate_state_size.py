@@ -6,9 +6,9 @@ deduplication also runs as a single continuous query, whose two kept versions sh
 length, to show the estimator follows that case too. Errors are printed as measured; no test asserts
 a time.
 
-At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
-``production_shape.py``, skipped with a line saying how to build it when missing): the whole
-notebook under papermill on the checkpoint against two bare processes: one counting rows per
+On the sweep's 1,000,000-row deduplication and at the production shape (Spark's defaults: 200
+partitions, 100+ retained batches; built once by ``production_shape.py``, skipped with a line
+saying how to build it when missing): the whole notebook under papermill on the checkpoint against two bare processes: one counting rows per
 partition of every store at the newest batch and the bytes of the state files (03's question), and
 one that also counts them at the two batches before, which the memory estimate reads (02's own
 question, still without splitting the changes into keys added, replaced and removed), the
@@ -43,15 +43,15 @@ BARE_PROCESS = textwrap.dedent("""
     print("state files", summary.getFileCount(), "bytes", summary.getLength())
 """)
 # The same, with the rows per partition the memory estimate also reads: at the two batches before
-# the newest (the versions the HDFS-backed provider keeps and copies from). Still less than 02
+# the newest, where retained (the versions the HDFS-backed provider keeps and copies from). Still less than 02
 # computes (it also splits each batch's changes into keys added, replaced and removed).
 BARE_PROCESS_THREE_BATCHES = BARE_PROCESS.replace("""for store in sys.argv[2:]:
     rows = (spark.read.format("statestore").option("storeName", store).load(root)
             .groupBy("partition_id").count().collect())
     print(store, sum(r["count"] for r in rows))
-""", """last = int(sys.argv[2])
-for store in sys.argv[3:]:
-    for batch in (last, last - 1, last - 2):
+""", """first, last = int(sys.argv[2]), int(sys.argv[3])  # the retained batches
+for store in sys.argv[4:]:
+    for batch in range(last, max(first, last - 2) - 1, -1):
         rows = (spark.read.format("statestore").option("storeName", store)
                 .option("batchId", batch).load(root).groupBy("partition_id").count().collect())
         print(store, batch, sum(r["count"] for r in rows))
@@ -123,8 +123,10 @@ def bench(ctx) -> list[dict]:
         lambda: sizing.measure_stores(big, restarted_each_batch=True),
         lambda: ctx.spark.read.format("statestore").load(big.root).count(),
         target=4.0, repeats=3))
+    results += _whole_notebook(ctx, "demo scale: deduplication, 1,000,000 rows, HDFS-backed",
+                               big.root, ctx.repeats)
     for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
-        results += _at_production_shape(ctx, name, path, min(ctx.repeats, 2))
+        results += _whole_notebook(ctx, f"production shape: {name}", path, min(ctx.repeats, 2))
     return results
 
 
@@ -172,15 +174,14 @@ def cell_times(notebook) -> str:
                      for d, i, c in sorted(timed, key=lambda t: t[0], reverse=True)[:4])
 
 
-def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
+def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     from state_runbooks.checkpoint import Checkpoint
 
     ckpt = Checkpoint(ctx.spark, path)
     stores = sorted({s.store_name for s in ckpt.stores()})
     lo, hi = ckpt.retained_batch_range()
-    print(f"{name}: stores {', '.join(stores)}, retained batches {lo}..{hi}, "
+    print(f"{shape}: stores {', '.join(stores)}, retained batches {lo}..{hi}, "
           f"{len(ckpt.state_files()):,} state files", flush=True)
-    shape = f"production shape: {name}"
     results = [ctx.notebook_vs_process(
         f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
         "partition and summing the state files' bytes", "02_estimate_state_size",
@@ -191,7 +192,7 @@ def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
         f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
         "partition at the newest batch and the two before (the batches the estimate reads) and "
         "summing the state files' bytes", "02_estimate_state_size", {"checkpoint_path": path},
-        BARE_PROCESS_THREE_BATCHES, [path, str(hi), *stores], repeats=repeats))
+        BARE_PROCESS_THREE_BATCHES, [path, str(lo), str(hi), *stores], repeats=repeats))
     print(f"    where the notebook's time went: "
           f"{cell_times(ctx.folder / 'out' / '02_estimate_state_size.ipynb')}", flush=True)
     for with_growth in (True, False):

@@ -9,11 +9,11 @@ a time.
 On the sweep's 1,000,000-row deduplication and at the production shape (Spark's defaults: 200
 partitions, 100+ retained batches; built once by ``production_shape.py``, skipped with a line
 saying how to build it when missing): the whole notebook under papermill on the checkpoint against two bare processes: one counting rows per
-partition of every store at the newest batch and the bytes of the state files (03's question), and
-one that also counts them at the two batches before, which the memory estimate reads (02's own
-question, still without splitting the changes into keys added, replaced and removed), the
-notebook's cell times, and the library's steps timed in one process, with and without the growth
-step (``state_growth.growth``), against the same bare work.
+partition of every store at the newest batch and the bytes of the state files (03's question:
+context), and one that also counts them at the two batches before, which the memory estimate reads
+(02's own question, still without splitting the changes into keys added, replaced and removed: the
+target), the notebook's cell times, and the library's steps timed in one process, with and
+without the growth step (``state_growth.growth``), against the first bare work (context).
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ SIZES = (10_000, 100_000, 1_000_000)
 PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
                      "window_agg_many_users-rocksdb_changelog", "window_agg_many_users-hdfs",
                      "join-rocksdb_changelog")
-# The smallest Spark work that answers 02's question on a checkpoint: rows per partition of every
-# store at the newest batch, and the bytes its state files hold (one content summary of state/).
+# 03's question, narrower than 02's (context): rows per partition of every store at the newest
+# batch, and the bytes its state files hold (one content summary of state/).
 BARE_PROCESS = textwrap.dedent("""
     import sys
     from pyspark.sql import SparkSession
@@ -42,9 +42,10 @@ BARE_PROCESS = textwrap.dedent("""
     summary = state.getFileSystem(spark._jsc.hadoopConfiguration()).getContentSummary(state)
     print("state files", summary.getFileCount(), "bytes", summary.getLength())
 """)
-# The same, with the rows per partition the memory estimate also reads: at the two batches before
-# the newest, where retained (the versions the HDFS-backed provider keeps and copies from). Still less than 02
-# computes (it also splits each batch's changes into keys added, replaced and removed).
+# The smallest Spark work that answers 02's question (the target): the same, with the rows per
+# partition the memory estimate also reads at the two batches before the newest, where retained
+# (the versions the HDFS-backed provider keeps and copies from). Still less than 02 computes (it
+# also splits each batch's changes into keys added, replaced and removed).
 BARE_PROCESS_THREE_BATCHES = BARE_PROCESS.replace("""for store in sys.argv[2:]:
     rows = (spark.read.format("statestore").option("storeName", store).load(root)
             .groupBy("partition_id").count().collect())
@@ -182,10 +183,11 @@ def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     lo, hi = ckpt.retained_batch_range()
     print(f"{shape}: stores {', '.join(stores)}, retained batches {lo}..{hi}, "
           f"{len(ckpt.state_files()):,} state files", flush=True)
+    # Context: 03's question (the newest batch alone), narrower than the estimate's.
     results = [ctx.notebook_vs_process(
         f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
         "partition and summing the state files' bytes", "02_estimate_state_size",
-        {"checkpoint_path": path}, BARE_PROCESS, [path, *stores], repeats=repeats)]
+        {"checkpoint_path": path}, BARE_PROCESS, [path, *stores], target=None, repeats=repeats)]
     print(f"    where the notebook's time went: "
           f"{cell_times(ctx.folder / 'out' / '02_estimate_state_size.ipynb')}", flush=True)
     results.append(ctx.notebook_vs_process(
@@ -201,7 +203,8 @@ def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
         results.append(ctx.side_by_side(
             f"[{shape}] 02's library steps {what} the growth step vs the bare work, in one "
             "process", lambda: times.update(_library_steps(ctx.spark, path, with_growth)),
-            lambda: _bare_in_process(ctx.spark, ckpt.root, stores), target=1.5, repeats=repeats))
+            lambda: _bare_in_process(ctx.spark, ckpt.root, stores), target=None,
+            repeats=repeats))
         print("    steps: " + ", ".join(f"{k} {v:.1f} s" for k, v in times.items()), flush=True)
     for r in results:
         r["shape"] = shape

@@ -8,12 +8,12 @@ checkpoint (copied before the clock starts; never the shape itself):
   the forecast and a checksum of every row, the journal and metadata copies, Spark's call, the
   verification scan) under papermill against a bare process making Spark's call, and against one
   that also compares each store's row count and checksum before and after (the least Spark work
-  that shows what the apply shows: nothing lost). ``force=True``: a demo checkpoint just written
-  looks active (the check still runs);
+  that shows what the apply shows: nothing lost; the target, the first is context).
+  ``force=True``: a demo checkpoint just written looks active (the check still runs);
 - the same steps called from the library in one warmed process against
   ``spark._streamingCheckpointManager.repartition`` there, with where the apply's time went (its
   steps, timed by the library), what the backup copied and journaled, and the JVM calls and
-  listing calls the steps made.
+  listing calls the steps made (context).
 
 At the production shape (Spark's defaults: 200 partitions, 100+ retained batches; built once by
 ``production_shape.py``, skipped with a line saying how to build it when missing) also the whole
@@ -159,7 +159,7 @@ def _apply(ctx, shape: str, path: str, before: int, after: int, repeats: int) ->
     copies = Copies(ctx, path)
     stores = sorted({s.store_name for s in _checkpoint(ctx, path).stores()})
     return [_whole_notebook(ctx, copies, shape, before, after, repeats, BARE_APPLY,
-                            "making Spark's call", []),
+                            "making Spark's call", [], target=None),
             _whole_notebook(ctx, copies, shape, before, after, repeats, BARE_APPLY_CHECKED,
                             "making Spark's call with each store's row count and checksum "
                             "before and after, compared", stores),
@@ -172,7 +172,8 @@ def _checkpoint(ctx, path: str):
 
 
 def _whole_notebook(ctx, copies: Copies, shape: str, before: int, after: int, repeats: int,
-                    bare_script: str, bare_side: str, more_args: list[str]) -> dict:
+                    bare_script: str, bare_side: str, more_args: list[str],
+                    target: float | None = 1.5) -> dict:
     pending = copies.made(repeats)
     result = ctx.notebook_vs_process(
         f"[{shape}] whole 07 notebook applying {before} -> {after} partitions (checks, forecast, "
@@ -181,7 +182,7 @@ def _whole_notebook(ctx, copies: Copies, shape: str, before: int, after: int, re
         lambda: {"checkpoint_path": copies.take(pending["runbook"]), "num_partitions": after,
                  "dry_run": False, "force": True},
         bare_script, lambda: [copies.take(pending["bare"]), str(after), *more_args],
-        repeats=repeats)
+        target=target, repeats=repeats)
     copies.all_repartitioned()
     return result
 
@@ -219,7 +220,7 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
     results = [ctx.side_by_side(
         f"[{shape}] repartition {before} -> {after} partitions, the library's steps (checks, the "
         "scan before, backup, Spark's call, verification) vs the bare Spark call, in one warmed "
-        "process, each on its own copy", runbook, bare, target=1.5, repeats=repeats)]
+        "process, each on its own copy", runbook, bare, target=None, repeats=repeats)]
     print_steps(steps[-1])
     backup = outcomes[-1].backup_dir.removeprefix("file:")
     files = [p for p in Path(backup).rglob("*") if p.is_file()]

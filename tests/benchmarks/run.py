@@ -1,7 +1,9 @@
 """make bench: runbooks against the bare Spark calls they wrap, measured side by side in one run.
 
 Machines are shared and noisy, so every comparison alternates the two sides and reports the ratio of
-medians; no test asserts a time. Each ``bench_<runbook>.py`` beside this file defines
+medians; no test asserts a time. A comparison with a target is a runbook against the smallest Spark
+work that answers its question; one without (``target=None``, printed as context) says where the
+time goes or what a narrower question would cost, and is not counted against the targets. Each ``bench_<runbook>.py`` beside this file defines
 ``bench(ctx) -> list[dict]`` and uses ``ctx.side_by_side``; they run in name order.
 
     python tests/benchmarks/run.py [--repeats 5] [--only inspect_state] [--demo-scale-only]
@@ -60,7 +62,8 @@ class BenchContext:
         return [(name, str(path)) for name, path in found if path is not None]
 
     def notebook_vs_process(self, label: str, notebook: str, parameters, bare_script: str,
-                            bare_args, target: float = 1.5, repeats: int | None = None) -> dict:
+                            bare_args, target: float | None = 1.5,
+                            repeats: int | None = None) -> dict:
         """A whole notebook under papermill against a bare Python process (``bare_script`` with
         ``bare_args``): both start their own Spark, so neither is warmed up by the other.
         ``parameters`` and ``bare_args`` may be functions giving each run its own (a fresh copy of
@@ -77,9 +80,10 @@ class BenchContext:
                                    check=True, capture_output=True),
             target=target, warm_up=False, repeats=repeats)
 
-    def side_by_side(self, label: str, runbook, bare, target: float, warm_up: bool = True,
+    def side_by_side(self, label: str, runbook, bare, target: float | None, warm_up: bool = True,
                      repeats: int | None = None) -> dict:
-        """Alternate runbook and bare; print the medians and their ratio against ``target``.
+        """Alternate runbook and bare; print the medians and their ratio against ``target``
+        (None: a context figure, no target).
 
         In-process comparisons first run each side once untimed, so that neither pays the JVM's
         warm-up (class loading, code generation) for the other."""
@@ -92,9 +96,10 @@ class BenchContext:
             bare_times.append(timed(bare)[0])
         r, b = statistics.median(runbook_times), statistics.median(bare_times)
         ratio = r / b
-        verdict = "within" if ratio <= target else "OVER"
+        verdict = ("context, no target" if target is None else
+                   f"target <= {target}x: {'within' if ratio <= target else 'OVER'}")
         print(f"{label}\n    runbook {r:7.2f} s   bare {b:7.2f} s   ratio {ratio:5.2f}x   "
-              f"(target <= {target}x: {verdict})", flush=True)
+              f"({verdict})", flush=True)
         return {"label": label, "runbook_s": r, "bare_s": b, "ratio": ratio, "target": target}
 
     def report(self, label: str, value: float, unit: str, target: str = "") -> dict:
@@ -148,10 +153,11 @@ def run(args) -> int:
                                    production=not args.demo_scale_only,
                                    shapes=tuple(filter(None, args.shapes.split(","))))
             results += _load(path).bench(context)
-    ratios = [r for r in results if "ratio" in r]
-    within = sum(r["ratio"] <= r["target"] for r in ratios)
+    targeted = [r for r in results if "ratio" in r and r["target"] is not None]
+    within = sum(r["ratio"] <= r["target"] for r in targeted)
+    context = sum(1 for r in results if "ratio" in r and r["target"] is None)
     print_table(results)
-    print(f"\n{within} of {len(ratios)} ratios within target")
+    print(f"\n{within} of {len(targeted)} ratios within target ({context} context ratios beside)")
     return 0
 
 
@@ -159,7 +165,10 @@ def print_table(results: list[dict]) -> None:
     """Every figure of the run in one table, ratios side by side."""
     print(f"\n{'runbook s':>10} {'bare s':>8} {'ratio':>7} {'target':>7}  measured")
     for r in results:
-        if "ratio" in r:
+        if "ratio" in r and r["target"] is None:
+            print(f"{r['runbook_s']:10.2f} {r['bare_s']:8.2f} {r['ratio']:6.2f}x "
+                  f"{'context':>7}  {r['label']}")
+        elif "ratio" in r:
             verdict = "" if r["ratio"] <= r["target"] else "  OVER"
             print(f"{r['runbook_s']:10.2f} {r['bare_s']:8.2f} {r['ratio']:6.2f}x "
                   f"{r['target']:6.2f}x  {r['label']}{verdict}")

@@ -179,9 +179,6 @@ def main() -> int:
     spark = get_spark()
     for name in names:
         shape = SHAPES_BY_NAME[name]
-        if shape.event_log_kept and not args.event_log and not shape.built:
-            subprocess.run([sys.executable, __file__, "--event-log", name], check=True)
-            continue
         if args.time_one_batch:
             import tempfile
 
@@ -195,6 +192,9 @@ def main() -> int:
             continue
         if shape.built:
             print(f"{name}: built ({shape.path})", flush=True)
+            continue
+        if shape.event_log_kept and not args.event_log:
+            subprocess.run([sys.executable, __file__, "--event-log", name], check=True)
             continue
         build(spark, shape)
     return 0

@@ -13,7 +13,7 @@ from .formatting import format_utc
 from .operators import (StateUnit, find_unit, is_reader_limit, matches_store, operator_model,
                         state_units)
 from .state_growth import growth_verdicts
-from .state_reader import per_core_tasks, read_unit, unsafe_row_size
+from .state_reader import per_core_tasks, quote_path, read_unit, unsafe_row_size_sql
 
 # Thresholds of the production checklist, in one place so the playbooks can quote them.
 SKEW_WARNING_RATIO = 2.0  # max rows in a partition / mean rows per partition
@@ -159,17 +159,16 @@ def _expiry_column(unit: StateUnit, schema) -> tuple[str, str | None]:
     return rule, column
 
 
-def _deadline_ms(column: str, schema, micros: bool):
-    """The expiry column as epoch milliseconds (a Column)."""
-    from pyspark.sql import functions as F
+def _deadline_ms(column: str, schema, micros: bool) -> str:
+    """The expiry column as epoch milliseconds (a SQL expression)."""
     from pyspark.sql import types as T
-    col = F.col(column)
     dtype = schema
     for part in column.split("."):
         dtype = dtype[part].dataType
+    col = quote_path(*column.split("."))
     if isinstance(dtype, (T.TimestampType, T.TimestampNTZType)):
-        return F.unix_millis(col)
-    return (col / 1000).cast("long") if micros else col.cast("long")
+        return f"unix_millis({col})"
+    return f"CAST({col} DIV 1000 AS BIGINT)" if micros else f"CAST({col} AS BIGINT)"
 
 
 def _threshold_ms(ckpt: Checkpoint, clock: str | None, batch_id: int) -> int | None:
@@ -194,27 +193,25 @@ def inspect_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int, top_keys: int
     key_schema = schema["key"].dataType
     others = [f for f in schema.fields if f.name not in ("key", "partition_id")]
     if len(others) == 1 and isinstance(others[0].dataType, T.StructType):
-        value_col, value_schema = F.col(others[0].name), others[0].dataType
+        value_col, value_schema = quote_path(others[0].name), others[0].dataType
     else:  # a list element, a map entry or a timer: their columns as one row
-        value_col, value_schema = F.struct(*[f.name for f in others]), T.StructType(others)
+        value_col = f"struct({', '.join(quote_path(f.name) for f in others)})"
+        value_schema = T.StructType(others)
     rule, column = _expiry_column(unit, schema)
     threshold = _threshold_ms(ckpt, unit.expiry.clock, batch_id) if column else None
-    measures = [F.lit(1).alias("_rows"),
-                unsafe_row_size(F.col("key"), key_schema).alias("_key_bytes"),
-                unsafe_row_size(value_col, value_schema).alias("_value_bytes")]
+    measures = {"_rows": "1", "_key_bytes": unsafe_row_size_sql("key", key_schema),
+                "_value_bytes": unsafe_row_size_sql(value_col, value_schema)}
     if column:
         deadline = _deadline_ms(column, schema, unit.expiry.micros)
-        set_ = deadline > 0  # group state without a timeout keeps -1
-        measures += [F.when(set_, 1).otherwise(0).alias("_deadline"),
-                     F.when(set_, deadline).alias("_earliest")]
+        set_ = f"{deadline} > 0"  # group state without a timeout keeps -1
+        measures["_deadline"] = f"CASE WHEN {set_} THEN 1 ELSE 0 END"
+        measures["_earliest"] = f"CASE WHEN {set_} THEN {deadline} END"
         if threshold:
-            measures.append(F.when(set_ & (deadline <= F.lit(threshold)), 1).otherwise(0)
-                            .alias("_due"))
-    scanned = per_core_tasks(ckpt.spark, df.select("partition_id", "key", *measures))
-    sums = [F.sum(c).alias(c) for c in ("_rows", "_key_bytes", "_value_bytes", "_deadline",
-                                        "_due") if c in scanned.columns]
-    if "_earliest" in scanned.columns:
-        sums.append(F.min("_earliest").alias("_earliest"))
+            measures["_due"] = f"CASE WHEN {set_} AND {deadline} <= {threshold} THEN 1 ELSE 0 END"
+    # SQL text: one call to Spark for the whole projection (see unsafe_row_size_sql).
+    scanned = per_core_tasks(ckpt.spark, df.selectExpr(
+        "partition_id", "key", *[f"{sql} AS {name}" for name, sql in measures.items()]))
+    sums = [(F.min if c == "_earliest" else F.sum)(c).alias(c) for c in measures]
 
     multi_row = (unit.store_name.endswith(MULTI_ROW_STORE_SUFFIX)
                  and "index" in key_schema.fieldNames())

@@ -7,7 +7,7 @@ The model follows how Spark 4.x's ``HDFSBackedStateStoreProvider`` keeps state:
   at most ``spark.sql.streaming.maxBatchesToRetainInMemory`` of them, 2 by default.
 - A version is a ``java.util.concurrent.ConcurrentHashMap`` from a key ``UnsafeRow`` to a
   ``StateStoreRow`` that wraps the value ``UnsafeRow``; each ``UnsafeRow`` points at its own
-  ``byte[]`` holding the row in Spark's binary format (the bytes ``unsafe_row_size`` computes).
+  ``byte[]`` holding the row in Spark's binary format (the bytes ``unsafe_row_size_sql`` computes).
 - A batch starts its new version as a copy of the previous one (``putAll``): new map nodes and a new
   hash table, the same row objects. The rows the batch puts are new objects; the rows it removes or
   replaces stay referenced by the older version as long as that version is kept.

@@ -98,7 +98,7 @@ def unsafe_row_size_sql(column: str, schema) -> str:
     (strings, binaries, nested rows, arrays) rounded up to 8 bytes. The fixed-width part is summed
     here, once; only variable-length fields are measured row by row. SQL text, because every
     PySpark function called costs a dozen calls to the JVM (with DataFrame debugging on): built
-    as Columns, a scan's measures took a tenth of a second before Spark read a row.
+    as Columns, one store's measures took 806 calls instead of 190.
     """
     from pyspark.sql import types as T
 
@@ -145,10 +145,9 @@ def unsafe_row_size_sql(column: str, schema) -> str:
     def row(col: str, struct) -> str:
         fields = struct.fields
         fixed = 8 * ((len(fields) + 63) // 64) + 8 * len(fields)
-        parts = [f"coalesce({v}, 0L)" for v in (variable(f"{col}.{quote_path(f.name)}",
-                                                         f.dataType) for f in fields)
-                 if v is not None]
-        return f"(CASE WHEN {col} IS NULL THEN 0L ELSE {' + '.join([f'{fixed}L', *parts])} END)"
+        sizes = [variable(f"{col}.{quote_path(f.name)}", f.dataType) for f in fields]
+        parts = [f"{fixed}L", *(f"coalesce({v}, 0L)" for v in sizes if v is not None)]
+        return f"(CASE WHEN {col} IS NULL THEN 0L ELSE {' + '.join(parts)} END)"
 
     return row(column, schema)
 

@@ -299,20 +299,27 @@ def test_continuous_query_counts_shared_rows_once(spark, tmp_path):
 def _measured_both_ways(ckpt, monkeypatch, earlier_rows_source: str):
     """The newest batch's single store measured with its earlier rows from ``earlier_rows_source``,
     checked equal to the measurement that reads the state at those batches and, independently, to
-    Spark's count per partition of the batch before; returns the first measurement."""
+    Spark's count per partition of the batch before and its count of the two batches before (which
+    the growth table reuses); returns the first measurement."""
+    from state_runbooks import state_growth
     from state_runbooks.sizing import measurement
 
-    (m,) = sizing.measure_stores(ckpt)
+    measured = sizing.measure_checkpoint(ckpt)
+    (m,) = measured.stores
     assert m.earlier_rows_source == earlier_rows_source
     monkeypatch.setattr(measurement, "EARLIER_ROWS_FROM_CHANGES", False)
-    (read,) = sizing.measure_stores(ckpt)
+    read_back = sizing.measure_checkpoint(ckpt)
+    (read,) = read_back.stores
     assert read.earlier_rows_source == "state"
     assert m.partitions == read.partitions and m.estimate == read.estimate
-    counted = (read_state(ckpt, 0, batch_id=ckpt.last_committed_batch_id - 1)
-               .groupBy("partition_id").count().collect())
+    batch = ckpt.last_committed_batch_id
+    counted = read_state(ckpt, 0, batch_id=batch - 1).groupBy("partition_id").count().collect()
     before = {r["partition_id"]: r["count"] for r in counted}
     assert [p.old_rows for p in m.partitions] == [before.get(p, 0)
                                                   for p in range(len(m.partitions))]
+    assert measured.earlier_rows == read_back.earlier_rows == {
+        (m.label, b): read_state(ckpt, 0, batch_id=b).count() for b in (batch - 1, batch - 2)}
+    assert sizing.growth(ckpt, measured).equals(state_growth.growth(ckpt))
     return m
 
 
@@ -323,6 +330,8 @@ def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_pat
     4 s of event time per batch behind a 5 s delay; duplicates within and across batches)."""
     from state_runbooks.demo import provider_conf
     from state_runbooks.session import session_conf
+    from state_runbooks.sizing import measurement
+    from state_runbooks.state_reader import read_state_changes
 
     path = str(tmp_path / "dedup")
     events = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 12)
@@ -333,13 +342,28 @@ def test_a_deduplication_s_earlier_rows_come_from_its_change_feed(spark, tmp_pat
     conf = {"spark.sql.shuffle.partitions": "3",
             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
             **provider_conf("rocksdb_changelog")}  # the production shape's (HDFS: the next test)
+    dropped = []
     with session_conf(spark, conf):
         for _ in range(4):
-            (events.writeStream.format("noop").option("checkpointLocation", path)
-             .trigger(availableNow=True).start().awaitTermination())
-    m = _measured_both_ways(Checkpoint(spark, path), monkeypatch, "change feed")
+            query = (events.writeStream.format("noop").option("checkpointLocation", path)
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
+            dropped.append(query.lastProgress["stateOperators"][0]["customMetrics"]
+                           ["numDroppedDuplicateRows"])
+    ckpt = Checkpoint(spark, path)
+    m = _measured_both_ways(ckpt, monkeypatch, "change feed")
     assert m.churn_source == "change feed"
     assert any(p.removed for p in m.partitions) and any(p.inserted for p in m.partitions)
+    # Its changes are counted line by line: Spark's feed holds each key at most once per batch
+    # and kind, though every batch repeats keys.
+    assert all(n > 0 for n in dropped), dropped
+    feed = read_state_changes(ckpt, 0, "default", 0, ckpt.last_committed_batch_id)
+    assert feed.groupBy("batch_id", "key", "change_type").count().where("count > 1").count() == 0
+    # Were the feed not to add up, the rows are read and the changes counted again, by key.
+    monkeypatch.undo()
+    monkeypatch.setattr(measurement, "_rows_before_from_changes", lambda *args: False)
+    (recounted,) = sizing.measure_stores(ckpt)
+    assert recounted.earlier_rows_source == "state" and recounted.partitions == m.partitions
 
 
 def test_earlier_rows_replayed_from_two_batches_back_equal_the_state(spark, demo_factory,

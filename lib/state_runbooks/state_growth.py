@@ -147,14 +147,16 @@ def _by_key_counts(ckpt: Checkpoint, units: list[StateUnit], all_units: list[Sta
 
 
 def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_points: int = 12,
-           reports: list | None = None):
+           reports: list | None = None, known_rows: dict | None = None):
     """Rows per unit at up to ``max_points`` retained batches, as a pandas DataFrame (index
     ``batch_id``, one column per unit; ``attrs["methods"]``: unit -> how it was counted). Counts
-    already known from ``reports`` (03's ``StoreReport`` of the inspected batch) are reused; units
-    those reports found unreadable are left out."""
+    already known are reused: from ``reports`` (03's ``StoreReport`` of the inspected batch) and
+    ``known_rows`` ((unit label, batch) -> rows, counted exactly elsewhere: 02's measurement of
+    the batches before); units the reports found unreadable are left out."""
     import pandas as pd
 
-    known = {(r.label, r.batch_id): r.rows for r in reports or [] if r.readable}
+    known = {**(known_rows or {}),
+             **{(r.label, r.batch_id): r.rows for r in reports or [] if r.readable}}
     unreadable = {r.label for r in reports or [] if not r.readable}
     all_units = state_units(ckpt, operator_id)
     units = [u for u in all_units

@@ -66,6 +66,8 @@ class CheckpointMeasurement:
     batch_id: int
     stores: list[StoreMeasurement]  # one per unit Spark's reader reads
     unreadable: list[StoreReport]  # reader_error set
+    # (unit label, batch) -> the unit's rows at each batch before that was counted (exactly)
+    earlier_rows: dict = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """What could not be measured, one line per unit (nothing when every unit was)."""
@@ -118,20 +120,26 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
               for r in reports}
     counts, changes, fed = (_history(ckpt, reports, wanted, max(lo, batch - 1), batch,
                                      replay_from=batch - 2 if replayed else None,
-                                     replayed=replayed)
+                                     replayed=replayed, counted_by_line=from_feed)
                             if reports else ({}, {}, set()))
     derived = [r for r in reports if r.label in from_feed]
     unsure = [r for r in reports if r.label in replayed
               and any(k[0] == _MIXED + r.label for k in counts)]
-    if not _rows_before_from_changes(derived, earlier, batch, changes, counts):
-        # A count below zero: the feed does not add up as a deduplication's would. Read them.
+    recount = not _rows_before_from_changes(derived, earlier, batch, changes, counts)
+    if recount:
+        # A count below zero: the feed does not add up as a deduplication's would. Read the
+        # rows, and count its changes again key by key.
         from_feed, unsure = set(), unsure + derived
     labels = {r.label for r in unsure}
     if unsure:  # (or a key both put and removed in the batch replayed: order unknown)
         counts = {k: v for k, v in counts.items() if not (k[0] in labels and k[1] in earlier)}
-        more, _, _ = _history(ckpt, unsure, {r.label: set(earlier) for r in unsure}, batch,
-                              batch, with_changes=False)
+        more, more_changes, _ = _history(ckpt, unsure, {r.label: set(earlier) for r in unsure},
+                                         max(lo, batch - 1), batch, with_changes=recount)
         counts.update(more)
+        changes.update(more_changes)
+    earlier_rows = {(r.label, b): sum(n for (label, b2, _p), n in counts.items()
+                                      if label == r.label and b2 == b)
+                    for r in reports for b in earlier}
 
     out = []
     for report in reports:
@@ -166,7 +174,7 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
         source = ("change feed" if report.label in from_feed else "state and change feed"
                   if report.label in replayed - labels else "state")
         out.append(StoreMeasurement(report, churn, parts, estimate, source))
-    return CheckpointMeasurement(batch, out, unreadable)
+    return CheckpointMeasurement(batch, out, unreadable, earlier_rows)
 
 
 def measured_totals(measurements: list[StoreMeasurement]) -> MemoryEstimate:
@@ -194,15 +202,17 @@ MAX_BROADCAST_KEYS = 200_000
 
 def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change: int,
              with_changes: bool = True, replay_from: int | None = None,
-             replayed: set = frozenset()):
+             replayed: set = frozenset(), counted_by_line: set = frozenset()):
     """In one Spark job: rows per (unit label, batch, partition) at the asked batches, and the
     distinct keys put and removed per (unit label, batch, partition) in ``first_change`` ..
     ``last_change`` from the state change feed, for the units Spark serves one
     (:func:`~state_runbooks.operators.serves_change_feed`; not with ``with_changes=False``).
     The ``replayed`` units' rows at ``replay_from`` and the batch after come from their state at
     ``replay_from`` and that batch's changes (:func:`_replay`; keys both put and removed in it
-    counted under ``_MIXED + label`` instead). Returns ``(rows, changes, labels with a change
-    feed)``."""
+    counted under ``_MIXED + label`` instead). The ``counted_by_line`` units put a key only when
+    their state lacks it (a deduplication), so a batch changes each key at most once per kind:
+    their feed's lines are counted as they come, without grouping the keys (a shuffle of every
+    change). Returns ``(rows, changes, labels with a change feed)``."""
     from pyspark.sql import functions as F
 
     # ``n``: the rows (or keys) a line stands for, summed per store, batch, partition and kind.
@@ -213,18 +223,20 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
          F.lit(1).cast("long").alias("n")], u.state_variable)).select(*columns)
               for u in units if batches_by_unit.get(u.label)]
     fed = {u.label for u in units if serves_change_feed(ckpt, u)}
-    # Each unit's changed keys (a batch's changes: few beside the state), kept by Spark while
-    # the job runs: the change counts and the replay read the feed once.
-    changed = {u.label: _changed_keys(ckpt, u, first_change, last_change).persist()
-               for u in units if u.label in fed and with_changes}
+    changed = {u.label: _changed_keys(ckpt, u, first_change, last_change) for u in units
+               if u.label in fed and with_changes and u.label not in counted_by_line}
     covered = replay_from is not None and first_change <= replay_from + 1 <= last_change
+    # Changed keys the replay reads (a batch's changes: few beside the state) are kept by Spark
+    # while the job runs: read once for its count and its join, and for the change counts too.
     replay_keys = {u.label: (changed[u.label] if covered and u.label in changed else
-                             _changed_keys(ckpt, u, replay_from + 1, replay_from + 1).persist())
+                             _changed_keys(ckpt, u, replay_from + 1, replay_from + 1)).persist()
                    for u in units if u.label in replayed}
     try:
         for u in units:
-            if u.label in fed and with_changes:
+            if u.label in changed:
                 frames.append(_change_counts(u, changed[u.label]).select(*columns))
+            elif u.label in fed and with_changes:
+                frames.append(_change_lines(ckpt, u, first_change, last_change))
             if u.label in replayed:
                 frames.append(_replay(ckpt, u, replay_from, replay_keys[u.label])
                               .select(*columns))
@@ -236,7 +248,7 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
                           f"{first_change}..{last_change}"):
             result = counted.collect()
     finally:
-        for frame in {id(f): f for f in [*changed.values(), *replay_keys.values()]}.values():
+        for frame in {id(f): f for f in replay_keys.values()}.values():
             frame.unpersist()
     rows, changes = {}, {}
     for r in result:
@@ -260,6 +272,18 @@ def _changed_keys(ckpt, unit, first: int, last: int):
     return per_core_tasks(ckpt.spark, feed).groupBy("batch_id", "partition_id", "key").agg(
         F.max((F.col("change_type") == "update").cast("long")).alias("put"),
         F.max((F.col("change_type") == "delete").cast("long")).alias("removed"))
+
+
+def _change_lines(ckpt, unit, first: int, last: int):
+    """The feed's lines per batch, partition and kind (the columns of :func:`_change_counts`):
+    its distinct keys put and removed where each key changes at most once per batch and kind."""
+    feed = read_state_changes(ckpt, unit.operator_id, unit.store_name, first, last)
+    from pyspark.sql import functions as F
+
+    counted = per_core_tasks(ckpt.spark, feed).groupBy("batch_id", "partition_id",
+                                                       "change_type").count()
+    return counted.select(F.lit(unit.label).alias("store"), "batch_id", "partition_id",
+                          F.col("change_type").alias("kind"), F.col("count").alias("n"))
 
 
 def _change_counts(unit, changed_keys):

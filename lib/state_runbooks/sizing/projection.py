@@ -10,14 +10,14 @@ from .measurement import CheckpointMeasurement, StoreMeasurement, measured_total
 
 
 def growth(ckpt, measured: CheckpointMeasurement):
-    """Rows per measured unit over the retained batches (``state_growth.growth``);
-    an empty table when no unit could be measured."""
+    """Rows per measured unit over the retained batches (``state_growth.growth``), reusing
+    the batches the measurement counted; an empty table when no unit could be measured."""
     import pandas as pd
 
     if not measured.stores:
         return pd.DataFrame()
     return state_growth.growth(ckpt, reports=[m.report for m in measured.stores]
-                               + measured.unreadable)
+                               + measured.unreadable, known_rows=measured.earlier_rows)
 
 
 @dataclass

@@ -277,9 +277,9 @@ def _changed_keys(ckpt, unit, first: int, last: int):
 def _change_lines(ckpt, unit, first: int, last: int):
     """The feed's lines per batch, partition and kind (the columns of :func:`_change_counts`):
     its distinct keys put and removed where each key changes at most once per batch and kind."""
-    feed = read_state_changes(ckpt, unit.operator_id, unit.store_name, first, last)
     from pyspark.sql import functions as F
 
+    feed = read_state_changes(ckpt, unit.operator_id, unit.store_name, first, last)
     counted = per_core_tasks(ckpt.spark, feed).groupBy("batch_id", "partition_id",
                                                        "change_type").count()
     return counted.select(F.lit(unit.label).alias("store"), "batch_id", "partition_id",

@@ -8,12 +8,12 @@ STAMP := $(VENV)/.installed
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup java-check demo test test-fast bench lab golden clean lock connect-server
+.PHONY: setup java-check demo test test-unit test-spark test-notebooks bench lab golden clean lock connect-server
 
 setup: java-check $(STAMP)
 
 java-check:
-	@$(PYTHON) lib/state_runbooks/environment.py
+	@$(PYTHON) lib/state_runbooks/common/environment.py
 
 # Reinstalled when the dependencies, their pins or the kernel configuration change; otherwise
 # setup is a no-op.
@@ -28,11 +28,20 @@ $(STAMP): pyproject.toml constraints.txt lib/state_runbooks/resources/ipython_ke
 demo: setup
 	@$(BIN)/state-runbooks demo --out $(OUT)
 
+# Every tier; about 15 minutes on 2 cores.
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-fast: setup
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+# The tiers, each on its own: the library without Spark (seconds), the library on real Spark (local,
+# a Spark Connect server and a standalone cluster), and the notebooks run whole (nbval, papermill).
+test-unit: setup
+	$(BIN)/python -m pytest tests/unit -n 0 $(PYTEST_ARGS)
+
+test-spark: setup
+	$(BIN)/python -m pytest tests/spark $(PYTEST_ARGS)
+
+test-notebooks: setup
+	$(BIN)/python -m pytest tests/notebooks notebooks $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python tests/benchmarks/run.py

@@ -10,12 +10,11 @@ import os
 import shutil
 
 import pytest
-
 import shared_servers
-from state_runbooks.demo import build_demo_checkpoint
-from state_runbooks.notebooks import execute, resolve_notebook
-from state_runbooks.session import get_spark
 
+from state_runbooks.demos.checkpoints import build_demo_checkpoint
+from state_runbooks.running.notebooks import execute, resolve_notebook
+from state_runbooks.session.spark_session import get_spark
 
 # The notebooks' kernels (papermill, nbval) and the other processes the tests start each run Spark
 # for seconds on small data: the quick JIT alone and the serial collector spend less of two cores
@@ -102,7 +101,7 @@ def pytest_unconfigure(config):
 @pytest.fixture(scope="session")
 def connect_server(tmp_path_factory):
     """A Spark Connect server on a free loopback port (stopped at the end of the run)."""
-    from state_runbooks.local_servers import start_connect_server
+    from state_runbooks.session.local_servers import start_connect_server
 
     def start():
         with long_lived_jvm():
@@ -139,7 +138,7 @@ def on_connect(connect_spark, monkeypatch):
 @pytest.fixture(scope="session")
 def standalone_cluster(tmp_path_factory):
     """A standalone cluster on loopback: one master and one worker process."""
-    from state_runbooks.local_servers import start_standalone_cluster
+    from state_runbooks.session.local_servers import start_standalone_cluster
 
     def start():
         cluster = start_standalone_cluster(str(tmp_path_factory.mktemp("servers") / "cluster.log"))

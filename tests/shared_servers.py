@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Callable, NamedTuple
 
-from state_runbooks.local_servers import stop_server
+from state_runbooks.session.local_servers import stop_server
 
 RUN_FOLDER_ENV = "STATE_RUNBOOKS_TEST_SERVERS"
 

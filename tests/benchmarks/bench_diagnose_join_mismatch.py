@@ -53,7 +53,7 @@ BARE_PROCESS = textwrap.dedent("""
 def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     from bench_estimate_state_size import cell_times  # beside this file
 
-    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.core.checkpoint import Checkpoint
     ckpt = Checkpoint(ctx.spark, path)
     batch = ckpt.resolve_batch()
     lo, hi = ckpt.retained_batch_range()
@@ -72,11 +72,14 @@ def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
 
 
 def bench(ctx) -> list[dict]:
-    from state_runbooks import join_diagnosis
-    from state_runbooks.checkpoint import Checkpoint
-    from state_runbooks.demo import (JOIN_LOWER_BOUND_SECONDS, JOIN_UPPER_BOUND_SECONDS,
-                                     build_demo_checkpoint)
-    from state_runbooks.state_reader import read_state
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.core.state_reader import read_state
+    from state_runbooks.demos.checkpoints import (
+        JOIN_LOWER_BOUND_SECONDS,
+        JOIN_UPPER_BOUND_SECONDS,
+        build_demo_checkpoint,
+    )
+    from state_runbooks.runbooks import diagnose_join_mismatch as jd
 
     # The HDFS-backed provider keeps the last versions of all four stores in JVM memory while the
     # query runs; at this size that overflows a 2 GB driver. The files written are the same.
@@ -94,15 +97,15 @@ def bench(ctx) -> list[dict]:
         # A new Checkpoint each time: the keys' history is kept per checkpoint object, and the
         # comparison is of one whole diagnosis against one outer join.
         fresh = Checkpoint(ctx.spark, run.checkpoint_path)
-        spec = join_diagnosis.resolve_join(fresh, batch_id=batch,
-                                           lower_bound_seconds=JOIN_LOWER_BOUND_SECONDS,
-                                           upper_bound_seconds=JOIN_UPPER_BOUND_SECONDS)
-        return join_diagnosis.diagnose(fresh, spec, batch).counts
+        spec = jd.resolve_join(fresh, batch_id=batch,
+                               lower_bound_seconds=JOIN_LOWER_BOUND_SECONDS,
+                               upper_bound_seconds=JOIN_UPPER_BOUND_SECONDS)
+        return jd.diagnose(fresh, spec, batch).counts
 
     counts = runbook()
     print("categories: " + ", ".join(f"{k} {v:,}" for k, v in counts.items()), flush=True)
     start = time.perf_counter()
-    spec = join_diagnosis.resolve_join(Checkpoint(ctx.spark, run.checkpoint_path), batch_id=batch)
+    spec = jd.resolve_join(Checkpoint(ctx.spark, run.checkpoint_path), batch_id=batch)
     seconds = time.perf_counter() - start
     print(f"bounds read from the checkpoint: {spec.lower_bound_seconds:g} s and "
           f"{spec.upper_bound_seconds:g} s in {seconds:.1f} s", flush=True)

@@ -63,8 +63,8 @@ assert BARE_PROCESS_THREE_BATCHES != BARE_PROCESS
 def _run_continuously(spark, workload: str, path: str, rows_per_batch: int, batches: int) -> dict:
     """Run a demo query as one continuous query until it has committed ``batches`` batches; return
     the last batch's progress."""
-    from state_runbooks.demo import demo_query, provider_conf
-    from state_runbooks.session import session_conf
+    from state_runbooks.demos.checkpoints import demo_query, provider_conf
+    from state_runbooks.session.spark_session import session_conf
 
     conf = {"spark.sql.shuffle.partitions": "4",
             "spark.sql.streaming.noDataMicroBatches.enabled": "false", **provider_conf("hdfs")}
@@ -78,9 +78,9 @@ def _run_continuously(spark, workload: str, path: str, rows_per_batch: int, batc
 
 
 def bench(ctx) -> list[dict]:
-    from state_runbooks import sizing
-    from state_runbooks.checkpoint import Checkpoint
-    from state_runbooks.demo import build_demo_checkpoint
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
+    from state_runbooks.runbooks import estimate_state_size as sizing
 
     results, errors = [], []
     for workload in sizing.COMPARED_WORKLOADS:
@@ -142,10 +142,10 @@ def _bare_in_process(spark, root: str, stores: list[str]) -> None:
 
 def _library_steps(spark, path: str, with_growth: bool = True) -> dict:
     """What the notebook's cells call on a checkpoint (no napkin, no demo), each step timed."""
-    from state_runbooks import sizing
-    from state_runbooks.checkpoint import Checkpoint
-
     from run import timed  # the bench harness, beside this file
+
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.runbooks import estimate_state_size as sizing
 
     times = {}
 
@@ -176,7 +176,7 @@ def cell_times(notebook) -> str:
 
 
 def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
-    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.core.checkpoint import Checkpoint
 
     ckpt = Checkpoint(ctx.spark, path)
     stores = sorted({s.store_name for s in ckpt.stores()})

@@ -36,7 +36,7 @@ class CallCounter:
     def __enter__(self):
         from py4j.java_gateway import GatewayClient
 
-        from state_runbooks.hadoop_fs import HadoopFS
+        from state_runbooks.core.fs.hadoop import HadoopFS
         self.jvm_calls = self.listings = 0
         self._patched = [(GatewayClient, "send_command"), (HadoopFS, "_statuses")]
         self._originals = [getattr(cls, name) for cls, name in self._patched]
@@ -60,8 +60,9 @@ class CallCounter:
 
 def _library_steps(spark, path: str):
     """What the notebook's cells call, in order (the plots and the demo-only step aside)."""
-    from state_runbooks import inspection, state_growth
-    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.core import growth as state_growth
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.runbooks import inspect_state
 
     times = {}
 
@@ -72,11 +73,13 @@ def _library_steps(spark, path: str):
         return result
 
     ckpt = step("open", lambda: Checkpoint(spark, path))
-    step("operators", lambda: (inspection.operators_table(ckpt), inspection.operator_lines(ckpt),
-                               inspection.units_table(ckpt), inspection.retention_check(ckpt)))
-    reports = step("per-store figures", lambda: inspection.inspect_stores(ckpt))
+    step("operators", lambda: (inspect_state.operators_table(ckpt),
+                               inspect_state.operator_lines(ckpt),
+                               inspect_state.units_table(ckpt),
+                               inspect_state.retention_check(ckpt)))
+    reports = step("per-store figures", lambda: inspect_state.inspect_stores(ckpt))
     table = step("growth", lambda: state_growth.growth(ckpt, reports=reports))
-    step("checklist", lambda: inspection.production_checklist(ckpt, reports, table))
+    step("checklist", lambda: inspect_state.production_checklist(ckpt, reports, table))
     return times, reports
 
 
@@ -86,8 +89,8 @@ def _raw_scans(spark, root: str, stores: list[str]) -> int:
 
 
 def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
-    from state_runbooks import inspection
-    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.runbooks import inspect_state
     ckpt = Checkpoint(ctx.spark, path)
     stores = sorted({s.store_name for s in ckpt.stores()})
     files = len(ckpt.state_files())
@@ -111,7 +114,7 @@ def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
                    round(times["growth"] / raw, 2), "x"),
         ctx.side_by_side(
             f"[{shape}] per-store figures (rows, bytes, partitions, expiry) vs one raw scan",
-            lambda: inspection.inspect_stores(ckpt),
+            lambda: inspect_state.inspect_stores(ckpt),
             lambda: _raw_scans(ctx.spark, ckpt.root, stores), target=1.3,
             repeats=max(repeats, SHORT_SCAN_REPEATS) if raw < SHORT_SCAN_SECONDS else repeats),
         ctx.notebook_vs_process(
@@ -125,7 +128,7 @@ def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
 
 
 def bench(ctx) -> list[dict]:
-    from state_runbooks.demo import build_demo_checkpoint
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
     # Two batches of 1,000,000 events, each id twice: 1,000,000 distinct ids held in the state.
     run = build_demo_checkpoint(ctx.spark, "dedup", str(ctx.folder / "dedup"), batches=2,

@@ -46,8 +46,8 @@ MIDDLE_VERSION = 101  # written by batch 100: batches 100..199 do not load, 99 i
 def at_production_shape(ctx) -> list[dict]:
     from bench_inspect_state import CallCounter  # beside this file
 
-    from state_runbooks import recovery
-    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.runbooks import recover_corrupted_state as recovery
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from checkpoint_trees import tree_sha  # tests/
@@ -81,10 +81,10 @@ def at_production_shape(ctx) -> list[dict]:
 
 
 def bench(ctx) -> list[dict]:
-    from state_runbooks import recovery
-    from state_runbooks.checkpoint import Checkpoint
-    from state_runbooks.demo import build_demo_checkpoint
-    from state_runbooks.file_access import open_fs
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.core.fs import open_fs
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
+    from state_runbooks.runbooks import recover_corrupted_state as recovery
 
     start = time.perf_counter()
     run = build_demo_checkpoint(

@@ -82,7 +82,7 @@ BARE_APPLY_CHECKED = textwrap.dedent("""
 
 
 def bench(ctx) -> list[dict]:
-    from state_runbooks.demo import build_demo_checkpoint
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
     start = time.perf_counter()
     run = build_demo_checkpoint(ctx.spark, "window_agg_many_users", str(ctx.folder / "agg"),
@@ -100,8 +100,8 @@ def bench(ctx) -> list[dict]:
 def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
     from bench_estimate_state_size import cell_times  # beside this file
 
-    from state_runbooks import repartition as rp
-    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.runbooks import repartition_state as rp
 
     ckpt = Checkpoint(ctx.spark, path)
     stores = sorted({s.store_name for s in ckpt.stores()})
@@ -167,7 +167,7 @@ def _apply(ctx, shape: str, path: str, before: int, after: int, repeats: int) ->
 
 
 def _checkpoint(ctx, path: str):
-    from state_runbooks.checkpoint import Checkpoint
+    from state_runbooks.core.checkpoint import Checkpoint
     return Checkpoint(ctx.spark, path)
 
 
@@ -191,8 +191,8 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
                    repeats: int) -> list[dict]:
     from bench_inspect_state import CallCounter  # beside this file
 
-    from state_runbooks import repartition as rp
-    from state_runbooks.safekeeping import read_journal
+    from state_runbooks.runbooks import repartition_state as rp
+    from state_runbooks.safety.safekeeping import read_journal
 
     pending = copies.made(1 + repeats)  # the warm-up and the timed runs
     outcomes, steps, calls = [], [], []

@@ -23,11 +23,11 @@ def _connect_mode():
 def bench(ctx) -> list[dict]:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
 
-    from state_runbooks import inspection
-    from state_runbooks.checkpoint import Checkpoint
-    from state_runbooks.demo import build_demo_checkpoint
-    from state_runbooks.local_servers import start_connect_server
-    from state_runbooks.notebooks import execute, resolve_notebook
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
+    from state_runbooks.runbooks import inspect_state
+    from state_runbooks.running.notebooks import execute, resolve_notebook
+    from state_runbooks.session.local_servers import start_connect_server
 
     run = build_demo_checkpoint(ctx.spark, "dedup", str(ctx.folder / "dedup200"), batches=12,
                                 provider="rocksdb_changelog", rows_per_batch=2_000,
@@ -45,7 +45,7 @@ def bench(ctx) -> list[dict]:
 
         def inspect(spark):
             ckpt = Checkpoint(spark, run.checkpoint_path)
-            return inspection.inspect_stores(ckpt)
+            return inspect_state.inspect_stores(ckpt)
 
         def on_connect(fn):
             def call():

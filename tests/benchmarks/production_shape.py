@@ -92,8 +92,13 @@ def run_continuously(spark, shape: Shape, until: int) -> None:
     One start per batch (``run_demo_batches``) also restarts the query and reloads all 200
     partitions' stores each time; one run keeps them loaded. Stopping may interrupt a batch in
     flight: the caller finishes it with ``run_demo_batches``, as a restarted query would."""
-    from state_runbooks.demo import WORKLOAD_CONF, demo_provider, demo_query, provider_conf
-    from state_runbooks.session import session_conf
+    from state_runbooks.demos.checkpoints import (
+        WORKLOAD_CONF,
+        demo_provider,
+        demo_query,
+        provider_conf,
+    )
+    from state_runbooks.session.spark_session import session_conf
 
     conf = {"spark.sql.shuffle.partitions": str(PARTITIONS),
             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
@@ -119,7 +124,7 @@ def run_continuously(spark, shape: Shape, until: int) -> None:
 
 def build(spark, shape: Shape) -> Path:
     """Run the shape's query until it has ``shape.batches`` committed batches; mark it built."""
-    from state_runbooks.demo import run_demo_batches
+    from state_runbooks.demos.checkpoints import run_demo_batches
 
     batches = shape.batches
     shape.path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +157,7 @@ def start_event_logging(folder: Path) -> None:
     """Start this process's session with Spark's event log on, written under ``folder``."""
     from pyspark.sql import SparkSession
 
-    from state_runbooks.session import DEFAULT_MASTER, LOCAL_CONF
+    from state_runbooks.session.spark_session import DEFAULT_MASTER, LOCAL_CONF
 
     folder.mkdir(parents=True, exist_ok=True)
     builder = SparkSession.builder.master(DEFAULT_MASTER).appName("state-runbooks-bench-build")
@@ -170,7 +175,7 @@ def main() -> int:
     parser.add_argument("--event-log", action="store_true",
                         help="also write the build's Spark event log (for runbook 06's bench)")
     args = parser.parse_args()
-    from state_runbooks.session import get_spark
+    from state_runbooks.session.spark_session import get_spark
 
     names = args.shapes or list(SHAPES_BY_NAME)
     if args.event_log:
@@ -182,7 +187,7 @@ def main() -> int:
         if args.time_one_batch:
             import tempfile
 
-            from state_runbooks.demo import run_demo_batches
+            from state_runbooks.demos.checkpoints import run_demo_batches
             with tempfile.TemporaryDirectory() as tmp:
                 for label in ("first", "second"):
                     t0 = time.perf_counter()

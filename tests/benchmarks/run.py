@@ -68,7 +68,7 @@ class BenchContext:
         ``bare_args``): both start their own Spark, so neither is warmed up by the other.
         ``parameters`` and ``bare_args`` may be functions giving each run its own (a fresh copy of
         a checkpoint that the run changes, say)."""
-        from state_runbooks.notebooks import execute, resolve_notebook
+        from state_runbooks.running.notebooks import execute, resolve_notebook
 
         script = self.folder / f"bare-{len(list(self.folder.glob('bare-*.py')))}.py"
         script.write_text(bare_script)
@@ -140,7 +140,7 @@ def main() -> int:
 
 
 def run(args) -> int:
-    from state_runbooks.session import get_spark
+    from state_runbooks.session.spark_session import get_spark
 
     spark = get_spark(conf={"spark.driver.memory": BENCH_DRIVER_MEMORY})
     results = []

@@ -1,0 +1,1 @@
+"""What every layer uses: errors, formatting, redaction, Spark's names, the Java check."""

@@ -1,0 +1,488 @@
+"""Read a Structured Streaming checkpoint: its logs, its operators and stores, its state files.
+
+Everything goes through :func:`~state_runbooks.core.fs.open_fs` (Hadoop's FileSystem API in
+the Spark JVM, or DataFrame reads on Spark Connect) and Spark's own ``state-metadata`` data source,
+so it works on any file system Spark can reach. Bad input raises :class:`~state_runbooks.common.errors.RunbookError` with one line saying what to do.
+
+Layout (Spark 4.x)::
+
+    <root>/metadata                      {"id": "<query id>"}
+    <root>/offsets/<batch>               v1 / {"batchWatermarkMs", "batchTimestampMs", "conf"} / sources
+    <root>/commits/<batch>               v1 / {"nextBatchWatermarkMs"}
+    <root>/state/<op>/_metadata/metadata operator name, stores and their partition counts
+    <root>/state/<op>/<partition>/[<store>/]<version>.delta|.snapshot|.zip|.changelog
+
+State version = batch id + 1: the state written by batch 5 is version 6.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.common.formatting import id_ranges
+from state_runbooks.common.runtime import (
+    DEFAULT_MIN_BATCHES_TO_RETAIN,
+    MIN_BATCHES_TO_RETAIN_CONF,
+    OSS_HDFS_PROVIDER,
+    PROVIDER_CONF,
+    provider_kind,
+)
+
+from .fs import open_fs
+from .fs.base import FileEntry, is_checksum_file
+from .state_files import DEFAULT_STORE, STATE_FILE_PATTERN, StateFile  # noqa: F401 - part of this API
+
+_LOG_SUBFOLDERS = ("offsets", "commits", "sources", "state", "metadata")
+# Folders in a store's folder beside its state files: RocksDB's SSTs, the state schema.
+_OTHER_FOLDERS = ("SSTs", "_metadata")
+
+
+@dataclass(frozen=True)
+class OffsetEntry:
+    """One ``offsets/<batch>`` file: what the batch read and the configuration it pinned."""
+    batch_id: int
+    watermark_ms: int
+    timestamp_ms: int
+    conf: dict
+    sources: list  # one entry per source: its offset as JSON (dict/str), or None
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """One state store of one operator: the unit the ``statestore`` reader reads."""
+    operator_id: int
+    operator_name: str
+    store_name: str
+    num_partitions: int
+    min_batch_id: int | None
+    max_batch_id: int | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.operator_id}/{self.store_name}"
+
+
+@dataclass(frozen=True)
+class OperatorInfo:
+    operator_id: int
+    operator_name: str
+    stores: tuple[StoreInfo, ...]
+    # Where the operator was found: "state-metadata" (Spark's source), "metadata-file" (its
+    # _metadata file read directly, when Spark's source returned nothing for it) or "files" (no
+    # operator metadata at all, e.g. written by Spark 3.x: inferred from the folder layout).
+    source: str
+    # Spark's operatorProperties (e.g. stateVariables of transformWithState, useVirtualColumnFamilies
+    # of a join in state format 3); empty when Spark records none.
+    properties: dict = field(default_factory=dict, compare=False)
+    metadata_version: int | None = None  # 1: _metadata/metadata, 2: _metadata/v2/<batch>
+
+    @property
+    def num_partitions(self) -> int:
+        return max((s.num_partitions for s in self.stores), default=0)
+
+
+@dataclass
+class _Layout:
+    """State folder layout read from the file system, one listing per folder."""
+    files: list[StateFile] = field(default_factory=list)
+    # (operator, partition, store) -> bytes in other files (SSTs/, _metadata/schema, ...)
+    other_bytes: dict = field(default_factory=dict)
+    partitions: dict = field(default_factory=dict)  # operator -> set of partition ids on disk
+    stores: dict = field(default_factory=dict)  # operator -> set of store names on disk
+
+
+def _batch_ids(fs, folder: str) -> list[int]:
+    return sorted(int(e.name) for e in fs.list(folder) if not e.is_dir and e.name.isdigit())
+
+
+def _parse_json_line(line: str):
+    line = line.strip()
+    if not line or line == "-":
+        return None
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return line
+
+
+class Checkpoint:
+    """A streaming checkpoint, validated on construction.
+
+    >>> ckpt = Checkpoint(spark, "s3a://bucket/checkpoints/orders")      # doctest: +SKIP
+    >>> ckpt.last_committed_batch_id, [s.label for s in ckpt.stores()]  # doctest: +SKIP
+    """
+
+    def __init__(self, spark, path: str, require_state: bool = True):
+        if not path or not str(path).strip():
+            raise RunbookError("checkpoint_path is empty: pass the root folder of a streaming "
+                               "checkpoint (the checkpointLocation of the query)")
+        self.spark = spark
+        self.fs = open_fs(spark, str(path).strip())
+        self.root = self.fs.root
+        self.state_metadata_error: str | None = None
+        self._validate_root(require_state)
+
+    # -- validation -----------------------------------------------------------------------------
+    def _validate_root(self, require_state: bool) -> None:
+        fs = self.fs
+        if not fs.exists():
+            raise RunbookError(f"checkpoint path does not exist: {self.root}")
+        if not fs.is_dir():
+            raise RunbookError(f"{self.root} is a file; pass the checkpoint root folder (it holds "
+                               "metadata, offsets/, commits/ and state/)")
+        looks_like_root = fs.exists("metadata") or fs.is_dir("offsets")
+        if not looks_like_root:
+            parent = self._checkpoint_above()
+            if parent is not None:
+                raise RunbookError(f"{self.root} is inside a checkpoint; pass the checkpoint root "
+                                   f"instead: {parent}")
+            raise RunbookError(f"{self.root} is not a streaming checkpoint: it has no metadata file "
+                               "and no offsets/ folder (a checkpoint root holds metadata, offsets/, "
+                               "commits/ and state/)")
+        if require_state and not self.has_state_operators:
+            ids = self.offset_batch_ids
+            gaps = (f"; its offsets log has gaps (batches {id_ranges(ids)}): 05 recover corrupted "
+                    "state checks the logs" if ids and len(ids) != ids[-1] - ids[0] + 1 else "")
+            raise RunbookError(f"checkpoint {self.root} has no stateful operator: it has no state/ "
+                               "folder with operators, so its query keeps no state to inspect"
+                               + gaps)
+
+    def _checkpoint_above(self) -> str | None:
+        """If the path is below a checkpoint root (``.../state``, ``.../state/0``), that root."""
+        parts = self.root.split("/")
+        for depth in range(1, 4):
+            if len(parts) - depth < 1 or parts[-depth] not in _LOG_SUBFOLDERS and not (
+                    parts[-depth].isdigit() or parts[-depth].startswith("_")):
+                continue
+            candidate = "/".join(parts[:-depth])
+            try:
+                above = open_fs(self.spark, candidate)
+            except RunbookError:
+                return None
+            if above.exists("metadata") and above.is_dir("offsets"):
+                return above.root
+        return None
+
+    # -- logs -----------------------------------------------------------------------------------
+    @functools.cached_property
+    def query_id(self) -> str | None:
+        if not self.fs.exists("metadata"):
+            return None
+        return json.loads(self.fs.read_text("metadata")).get("id")
+
+    @property
+    def offset_batch_ids(self) -> list[int]:
+        return _batch_ids(self.fs, "offsets")
+
+    @property
+    def commit_batch_ids(self) -> list[int]:
+        return _batch_ids(self.fs, "commits")
+
+    @property
+    def last_committed_batch_id(self) -> int | None:
+        commits = self.commit_batch_ids
+        return commits[-1] if commits else None
+
+    def offsets(self, batch_id: int) -> OffsetEntry:
+        rel = f"offsets/{batch_id}"
+        if not self.fs.exists(rel):
+            raise RunbookError(f"batch {batch_id} has no offsets entry in {self.root}; batches with "
+                               f"offsets: {id_ranges(self.offset_batch_ids)}")
+        lines = self.fs.read_text(rel).splitlines()
+        meta = _parse_json_line(lines[1]) if len(lines) > 1 else {}
+        meta = meta if isinstance(meta, dict) else {}
+        return OffsetEntry(batch_id=batch_id,
+                           watermark_ms=int(meta.get("batchWatermarkMs", 0)),
+                           timestamp_ms=int(meta.get("batchTimestampMs", 0)),
+                           conf=dict(meta.get("conf", {})),
+                           sources=[_parse_json_line(line) for line in lines[2:]])
+
+    def next_watermark_ms(self, batch_id: int) -> int | None:
+        """The watermark the batch after ``batch_id`` applies (from ``commits/<batch_id>``)."""
+        rel = f"commits/{batch_id}"
+        if not self.fs.exists(rel):
+            return None
+        lines = self.fs.read_text(rel).splitlines()
+        meta = _parse_json_line(lines[1]) if len(lines) > 1 else None
+        return int(meta.get("nextBatchWatermarkMs", 0)) if isinstance(meta, dict) else None
+
+    def watermark(self, batch_id: int) -> tuple[int, str]:
+        """The newest event-time watermark the logs record at ``batch_id`` and where: the one
+        ``commits/<batch>`` sets for the next batch, else the one ``offsets/<batch>`` applied
+        (batch 0 applies 0 while its commit already holds the first watermark). 0 when none."""
+        committed = self.next_watermark_ms(batch_id)
+        if committed:
+            return committed, f"commits/{batch_id}"
+        applied = self.offsets(batch_id).watermark_ms if self.fs.exists(f"offsets/{batch_id}") \
+            else 0
+        return applied, f"offsets/{batch_id}"
+
+    @functools.cached_property
+    def pinned_conf(self) -> dict:
+        """The configuration pinned by the newest offsets entry. On restart Spark uses these values
+        for the state store, whatever the session says."""
+        ids = self.offset_batch_ids
+        return self.offsets(ids[-1]).conf if ids else {}
+
+    @property
+    def provider_class(self) -> str:
+        return self.pinned_conf.get(PROVIDER_CONF, OSS_HDFS_PROVIDER)
+
+    @property
+    def provider_kind(self) -> str:
+        return provider_kind(self.provider_class)
+
+    @property
+    def changelog_checkpointing(self) -> bool | None:
+        """Whether RocksDB changelog checkpointing is on (None for other providers).
+
+        Spark does not pin this conf in the offsets log, and a restart may switch it (seen on 4.3),
+        so the files of the newest state version decide: on, that version is written as
+        ``<version>.changelog`` (a ``.zip`` snapshot may come with it); off, as a ``.zip`` only.
+        Older ``.changelog`` files stay behind after the flag is switched off and do not count.
+        False while no state version is written.
+        """
+        if self.provider_kind != "rocksdb":
+            return None
+        files = self._layout.files
+        newest = max((f.version for f in files), default=None)
+        return any(f.kind == "changelog" and f.version == newest for f in files)
+
+    @property
+    def has_state_operators(self) -> bool:
+        """Whether ``state/`` holds a folder per stateful operator (``state/<operator id>``)."""
+        return any(e.is_dir and e.name.isdigit() for e in self.fs.list("state"))
+
+    @property
+    def writes_change_feed(self) -> bool:
+        """Whether the provider writes a change per batch that Spark's ``readChangeFeed`` serves:
+        the HDFS-backed provider (deltas) or RocksDB with changelog checkpointing."""
+        return self.provider_kind == "hdfs" or bool(self.changelog_checkpointing)
+
+    @property
+    def min_batches_to_retain(self) -> int:
+        return int(self.pinned_conf.get(MIN_BATCHES_TO_RETAIN_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN))
+
+    # -- operators and stores -------------------------------------------------------------------
+    @functools.cached_property
+    def _layout(self) -> _Layout:
+        """The state folder from one listing of its tree (not a call per folder or file)."""
+        return _layout_of(self.fs.walk("state"))
+
+    def inventory(self) -> dict[str, FileEntry]:
+        """Every file of the checkpoint as stored, newly listed: by path relative to the root,
+        ``.crc`` sidecars included (the raw view, which backups and repairs work from). The state
+        layout is taken from the same walk rather than another one, and Spark's state-metadata
+        is read meanwhile (forgetting what was cached before, as :meth:`refresh` does)."""
+        self.refresh()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            metadata = pool.submit(lambda: self._state_metadata_rows)
+            listing = self.fs.raw().walk()
+            hidden = self.fs.has_checksum_layer  # the checked view hides the sidecars
+            self.__dict__["_layout"] = _layout_of(
+                {rel: e for rel, e in listing.items()
+                 if rel.startswith("state/") and not (hidden and is_checksum_file(rel))})
+            metadata.result()
+        return listing
+
+    @functools.cached_property
+    def _state_metadata_rows(self) -> list:
+        """Spark's ``state-metadata`` rows; none when Spark cannot read them (the error is kept in
+        ``state_metadata_error`` and the operators come from their files instead)."""
+        try:
+            with spark_errors(f"reading state-metadata of {self.root}"):
+                return self.spark.read.format("state-metadata").load(self.root).collect()
+        except RunbookError as exc:
+            self.state_metadata_error = str(exc)
+            return []
+
+    def _metadata_version(self, op: int) -> int | None:
+        if self.fs.is_dir(f"state/{op}/_metadata/v2"):
+            return 2
+        return 1 if self.fs.exists(f"state/{op}/_metadata/metadata") else None
+
+    def _metadata_file(self, op: int) -> dict | None:
+        """The operator's own metadata file (v2: the newest ``_metadata/v2/<batch>``), parsed;
+        None when it is missing or unreadable. Used only when ``state-metadata`` has no row for the
+        operator (Spark's source returns no rows at all once one operator's file is missing)."""
+        rel = f"state/{op}/_metadata/metadata"
+        if self.fs.is_dir(f"state/{op}/_metadata/v2"):
+            ids = _batch_ids(self.fs, f"state/{op}/_metadata/v2")
+            rel = f"state/{op}/_metadata/v2/{ids[-1]}" if ids else rel
+        try:
+            lines = self.fs.read_text(rel).splitlines()
+            meta = json.loads(lines[1]) if len(lines) > 1 else None
+        except Exception:  # noqa: BLE001 - missing, unreadable or garbage: no metadata
+            return None
+        return meta if isinstance(meta, dict) and "operatorInfo" in meta else None
+
+    @functools.cached_property
+    def _operators(self) -> list[OperatorInfo]:
+        # Spark's state-metadata job runs while state/ is walked: two independent reads, each
+        # about 2 s on a 200-partition checkpoint (the first Spark job's start-up; the listing).
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            metadata = pool.submit(lambda: self._state_metadata_rows)
+            layout = self._layout
+            by_op: dict[int, list] = {}
+            for row in metadata.result():
+                by_op.setdefault(int(row.operatorId), []).append(row)
+        operators = []
+        for op in sorted(set(by_op) | set(layout.partitions)):
+            rows = by_op.get(op)
+            version = self._metadata_version(op)
+            if rows:
+                stores = tuple(StoreInfo(op, r.operatorName, r.stateStoreName, int(r.numPartitions),
+                                         _int_or_none(r.minBatchId), _int_or_none(r.maxBatchId))
+                               for r in sorted(rows, key=lambda r: r.stateStoreName))
+                props = _json_dict(rows[0].operatorProperties)
+                operators.append(OperatorInfo(op, rows[0].operatorName, stores, "state-metadata",
+                                              props, version))
+                continue
+            versions = [f.version for f in layout.files if f.operator_id == op]
+            lo = min(versions) - 1 if versions else None
+            hi = max(versions) - 1 if versions else None
+            meta = self._metadata_file(op) if version else None
+            if meta is not None:
+                name = str(meta["operatorInfo"].get("operatorName", "unknown"))
+                stores = tuple(StoreInfo(op, name, str(s.get("storeName", DEFAULT_STORE)),
+                                         int(s.get("numPartitions", 0)), lo, hi)
+                               for s in meta.get("stateStoreInfo", []))
+                operators.append(OperatorInfo(op, name, stores, "metadata-file",
+                                              _json_dict(meta.get("operatorPropertiesJson")),
+                                              version))
+                continue
+            # No operator metadata (written before Spark 3.5, or lost): infer from the folders.
+            parts = len(layout.partitions[op])
+            names = sorted(layout.stores[op]) or [DEFAULT_STORE]
+            stores = tuple(StoreInfo(op, "unknown", s, parts, lo, hi) for s in names)
+            operators.append(OperatorInfo(op, "unknown", stores, "files"))
+        return operators
+
+    def operators(self) -> list[OperatorInfo]:
+        return list(self._operators)
+
+    def stores(self, operator_id: int = -1) -> list[StoreInfo]:
+        """Every store, or those of one operator (-1: all operators)."""
+        if operator_id == -1:
+            return [s for op in self._operators for s in op.stores]
+        return list(self.operator(operator_id).stores)
+
+    def operator(self, operator_id: int) -> OperatorInfo:
+        for op in self._operators:
+            if op.operator_id == operator_id:
+                return op
+        valid = ", ".join(f"{op.operator_id} ({op.operator_name})" for op in self._operators)
+        raise RunbookError(f"operator {operator_id} is not in checkpoint {self.root}; "
+                           f"operators: {valid}")
+
+    def store(self, operator_id: int, store_name: str = DEFAULT_STORE) -> StoreInfo:
+        operator = self.operator(operator_id)
+        for store in operator.stores:
+            if store.store_name == store_name:
+                return store
+        valid = ", ".join(s.store_name for s in operator.stores)
+        raise RunbookError(f"operator {operator_id} ({operator.operator_name}) has no store "
+                           f"{store_name!r}; its stores: {valid}")
+
+    # -- batches --------------------------------------------------------------------------------
+    def retained_batch_range(self, operator_id: int = -1) -> tuple[int, int]:
+        """Batches whose state can still be read: committed, and not yet cleaned up."""
+        stores = self.stores(operator_id)
+        lows = [s.min_batch_id for s in stores if s.min_batch_id is not None]
+        highs = [s.max_batch_id for s in stores if s.max_batch_id is not None]
+        last = self.last_committed_batch_id
+        if not lows or last is None:
+            raise RunbookError(f"checkpoint {self.root} has no committed batch with state yet: "
+                               "run the query for at least one batch")
+        return max(lows), min(min(highs), last)
+
+    def resolve_batch(self, batch_id: int = -1, operator_id: int = -1) -> int:
+        """``-1`` -> the last committed batch; any other id is checked against the retained range."""
+        lo, hi = self.retained_batch_range(operator_id)
+        if batch_id == -1:
+            return hi
+        if not lo <= batch_id <= hi:
+            raise RunbookError(f"batch {batch_id} is outside the retained range {lo}..{hi} of "
+                               f"{self.root}; pass a batch in that range, or -1 for the last "
+                               f"committed batch ({hi})")
+        return batch_id
+
+    # -- files ----------------------------------------------------------------------------------
+    def state_files(self, operator_id: int = -1, store_name: str | None = None) -> list[StateFile]:
+        files = self._layout.files
+        if operator_id != -1:
+            files = [f for f in files if f.operator_id == operator_id]
+        if store_name is not None:
+            files = [f for f in files if f.store_name == store_name]
+        return sorted(files, key=lambda f: (f.operator_id, f.store_name, f.partition_id, f.version,
+                                            f.kind))
+
+    def disk_bytes(self, operator_id: int, store_name: str) -> dict:
+        """Bytes on disk of one store: every retained state file, and the newest version alone."""
+        files = self.state_files(operator_id, store_name)
+        other = sum(v for (op, _part, store), v in self._layout.other_bytes.items()
+                    if op == operator_id and store == store_name)
+        newest: dict[int, int] = {}
+        for f in files:
+            newest[f.partition_id] = max(newest.get(f.partition_id, 0), f.version)
+        latest = sum(f.size for f in files if f.version == newest[f.partition_id])
+        return {"retained_bytes": sum(f.size for f in files) + other, "latest_version_bytes": latest,
+                "files": len(files)}
+
+    def refresh(self) -> "Checkpoint":
+        """Forget cached listings (after the query ran more batches or a repair moved files)."""
+        for name in ("_layout", "_state_metadata_rows", "_operators", "pinned_conf"):
+            self.__dict__.pop(name, None)
+        self.state_metadata_error = None
+        return self
+
+    def __repr__(self) -> str:
+        return f"Checkpoint({self.root!r})"
+
+
+def _layout_of(entries: dict[str, FileEntry]) -> _Layout:
+    """The state folder from a listing of its tree (paths relative to the checkpoint root)."""
+    layout = _Layout()
+    for rel, entry in entries.items():
+        parts = rel.split("/")[1:]  # <op>/<partition>/[<store>/]<file>, or deeper
+        if len(parts) < 2 or not parts[0].isdigit():
+            continue
+        op = int(parts[0])
+        layout.partitions.setdefault(op, set())
+        layout.stores.setdefault(op, set())
+        if len(parts) < 3 or not parts[1].isdigit():
+            continue  # the operator's own _metadata/, _stateSchema/
+        part, rest = int(parts[1]), parts[2:]
+        store = DEFAULT_STORE
+        layout.partitions[op].add(part)
+        if len(rest) > 1 and rest[0] not in _OTHER_FOLDERS:
+            if rest[0].startswith((".", "_")):
+                continue
+            store, rest = rest[0], rest[1:]  # a join's store folder
+        if len(rest) == 2 and rest[0] in _OTHER_FOLDERS:
+            key = (op, part, store)
+            layout.other_bytes[key] = layout.other_bytes.get(key, 0) + entry.size
+            continue
+        match = STATE_FILE_PATTERN.match(rest[0]) if len(rest) == 1 else None
+        if match:
+            layout.stores[op].add(store)
+            layout.files.append(StateFile(op, part, store, int(match.group(1)),
+                                          match.group(3), entry.size, entry.modified_ms, rel))
+    return layout
+
+
+def _json_dict(text) -> dict:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except (TypeError, json.JSONDecodeError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _int_or_none(value) -> int | None:
+    return None if value is None else int(value)

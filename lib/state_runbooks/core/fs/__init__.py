@@ -1,0 +1,21 @@
+"""Checkpoint file access for the session at hand: one interface, two implementations.
+
+A classic session reaches files through Hadoop's FileSystem API in its JVM
+(:class:`~state_runbooks.core.fs.hadoop.HadoopFS`). A Spark Connect session has no JVM on the client, so
+it lists and reads files with DataFrame reads that run on the server
+(:class:`~state_runbooks.core.fs.connect.ConnectFS`). Both see any file system the server can reach.
+"""
+from __future__ import annotations
+
+from state_runbooks.session.spark_session import is_connect
+
+from .base import CheckpointFS, FileEntry  # noqa: F401 - the interface
+from .hadoop import HadoopFS
+
+
+def open_fs(spark, root: str) -> CheckpointFS:
+    """File access rooted at ``root`` for this session's kind."""
+    if is_connect(spark):
+        from .connect import ConnectFS
+        return ConnectFS(spark, root)
+    return HadoopFS(spark, root)

@@ -1,0 +1,259 @@
+"""File access through Hadoop's FileSystem API in the Spark JVM (classic sessions).
+
+Going through the JVM instead of ``os``/``open`` means the same code reads and changes checkpoints on
+``file:``, ``hdfs://``, ``s3a://``, ``abfss://``, ``gs://`` and ``dbfs:/``, with the credentials the
+cluster already has. Paths are given relative to a root folder (usually the checkpoint root).
+"""
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+from state_runbooks.common.errors import RunbookError, first_line
+
+from .base import FileEntry, is_checksum_file, sidecar_of  # noqa: F401 - used by callers too
+
+# Hadoop 3's FileStatus.toString(): "<class>{path=<uri>; isDirectory=<bool>[; length=<n>; ...];
+# modification_time=<ms>; ...}". Parsed by list() to list a folder in one JVM call.
+_STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
+                          r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+);")
+_CHECKING_THREADS = 4  # 2-8 measured alike on 2 cores; 1 is slower
+_ONE_THREAD_UP_TO = 16  # files: a store partition's few need no threads of their own
+_MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
+
+
+class HadoopFS:
+    """A Hadoop FileSystem rooted at one folder."""
+
+    can_modify = True  # the JVM client writes, copies and renames on any Hadoop file system
+
+    def __init__(self, spark, root: str):
+        self._spark = spark
+        self._jvm = spark._jvm
+        path = self._jvm.org.apache.hadoop.fs.Path(root)
+        try:
+            self._fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+        except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
+            message = first_line(exc)
+            if "No FileSystem for scheme" in message:
+                scheme = root.split(":", 1)[0]
+                raise RunbookError(
+                    f"cannot open {root}: this Spark has no Hadoop file system for scheme "
+                    f"'{scheme}' (add its connector jar, e.g. hadoop-aws for s3a, to the cluster)"
+                ) from None
+            raise RunbookError(f"cannot open {root}: {message}") from None
+        self.root = self._fs.makeQualified(path).toString().rstrip("/")
+
+    # -- paths ----------------------------------------------------------------------------------
+    def uri(self, rel: str = "") -> str:
+        """The full URI of a path relative to the root."""
+        rel = rel.strip("/")
+        return f"{self.root}/{rel}" if rel else self.root
+
+    def _path(self, rel: str):
+        if "_path_class" not in self.__dict__:  # each package step of _jvm.a.b.c is a JVM call
+            self._path_class = self._jvm.org.apache.hadoop.fs.Path
+        return self._path_class(self.uri(rel))
+
+    def refresh(self) -> None:
+        """Nothing cached here: every call asks the file system."""
+
+    # -- reading --------------------------------------------------------------------------------
+    def exists(self, rel: str = "") -> bool:
+        return bool(self._fs.exists(self._path(rel)))
+
+    def is_dir(self, rel: str = "") -> bool:
+        path = self._path(rel)
+        return bool(self._fs.exists(path) and self._fs.getFileStatus(path).isDirectory())
+
+    def list(self, rel: str = "") -> list[FileEntry]:
+        """Entries of a directory, sorted by name; an absent directory lists as empty. One JVM call
+        per folder (its statuses read as text) instead of five per entry, unless the statuses do
+        not read as expected: then entry by entry."""
+        path = self._path(rel)
+        if not self._fs.exists(path):
+            return []
+        entries = [FileEntry(full.rstrip("/").rsplit("/", 1)[-1], is_dir, size, mtime)
+                   for full, is_dir, size, mtime in self._statuses(self._fs.listStatus(path))]
+        return sorted(entries, key=lambda e: e.name)
+
+    def _statuses(self, statuses) -> list[tuple[str, bool, int, int]]:
+        """``(full path, is_dir, size, modified_ms)`` of Hadoop FileStatus objects: their text in
+        one JVM call, or entry by entry when the text does not read as expected."""
+        try:
+            text = str(self._jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(statuses)
+                       .mkString("\n"))
+            matches = [_STATUS_TEXT.match(line) for line in text.split("\n") if line]
+        except Exception:  # noqa: BLE001 - another Hadoop or Scala: the portable way
+            matches = []
+        if matches and len(matches) == len(statuses) and all(matches):
+            return [(m["path"], m["dir"] == "true", int(m["len"] or 0), int(m["mtime"]))
+                    for m in matches]
+        return [(str(st.getPath().toString()), bool(st.isDirectory()), int(st.getLen()),
+                 int(st.getModificationTime())) for st in statuses]
+
+    def read_bytes(self, rel: str) -> bytes:
+        stream = self._fs.open(self._path(rel))
+        try:
+            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+        finally:
+            stream.close()
+
+    def read_text(self, rel: str) -> str:
+        return self.read_bytes(rel).decode("utf-8")
+
+    def sha256(self, rel: str) -> str:
+        """SHA-256 of a file's bytes, computed in the JVM: the bytes never cross to Python, so
+        large state files cost no memory here. (Py4J passes a Java byte array to a method by
+        value, so reading into a buffer from Python would hash an untouched copy.)"""
+        digest = self._jvm.java.security.MessageDigest.getInstance("SHA-256")
+        stream = self._jvm.java.security.DigestInputStream(self._fs.open(self._path(rel)), digest)
+        try:
+            self._jvm.org.apache.commons.io.IOUtils.consume(stream)
+        finally:
+            stream.close()
+        return bytes(digest.digest()).hex()
+
+    # -- writing (used by repairs; callers journal every change) ---------------------------------
+    def write_bytes(self, rel: str, data: bytes, overwrite: bool = False) -> None:
+        stream = self._fs.create(self._path(rel), overwrite)
+        try:
+            stream.write(bytearray(data))
+        finally:
+            stream.close()
+
+    # -- additions for repairs that must be reversible (recovery) --------------------------------
+    @property
+    def has_checksum_layer(self) -> bool:
+        """Whether this is Hadoop's client-side checksum file system (``file:``), which keeps a
+        ``.<name>.crc`` sidecar next to every file, verifies it on read and hides it in listings."""
+        if "_checksum_layer" not in self.__dict__:
+            checksum_fs = self._jvm.java.lang.Class.forName(
+                "org.apache.hadoop.fs.ChecksumFileSystem")
+            self._checksum_layer = bool(checksum_fs.isInstance(self._fs))
+        return self._checksum_layer
+
+    def raw(self) -> "HadoopFS":
+        """The same root without the checksum layer: ``.crc`` sidecars are listed, copied and moved
+        as plain files, and reads never verify them (so a corrupt file can be hashed and backed
+        up byte for byte). Other file systems have no such layer: the view is the same."""
+        view = object.__new__(HadoopFS)
+        view.__dict__.update(self.__dict__)
+        if self.has_checksum_layer:
+            view._fs = self._fs.getRawFileSystem()
+        view._checksum_layer = False
+        return view
+
+    def walk(self, rel: str = "") -> dict[str, FileEntry]:
+        """Every file below ``rel`` (recursive), by path relative to the root; absent: empty.
+        One ``listStatus`` call per depth level for all the folders found at the level above: a
+        few JVM calls for a whole tree where listing folder by folder takes one per folder (a
+        200-partition checkpoint has thousands). A brace glob (``{a,b,...}/*``) lists the same
+        folders, slower: 1.1-1.5 s instead of 0.7-0.9 s for 200 folders of 45,000 files."""
+        base = rel.strip("/")
+        path = self._path(base)
+        if not self._fs.exists(path):
+            return {}
+        prefix = str(self._fs.getFileStatus(path).getPath().toString()).rstrip("/") + "/"
+        out: dict[str, FileEntry] = {}
+        folders = [base]
+        for _ in range(_MAX_DEPTH):
+            if any("\n" in f for f in folders):  # a name the joined paths would split
+                return self._walk_folder_by_folder(base)
+            try:
+                found = self._statuses(self._fs.listStatus(self._paths(folders)))
+            except Exception:  # noqa: BLE001 - a folder went away meanwhile: list what is there
+                return self._walk_folder_by_folder(base)
+            if any(not full.startswith(prefix) for full, *_ in found):
+                return self._walk_folder_by_folder(base)  # paths written another way: be exact
+            folders = []
+            for full, is_dir, size, mtime in found:
+                child = (f"{base}/" if base else "") + full[len(prefix):].rstrip("/")
+                if is_dir:
+                    folders.append(child)
+                else:
+                    out[child] = FileEntry(child, False, size, mtime)
+            if not folders:
+                return dict(sorted(out.items()))
+        return self._walk_folder_by_folder(base)
+
+    def _paths(self, rels: list[str]):
+        """A Java ``Path[]`` of many paths in two JVM calls (not two per path): their URIs joined
+        by newlines, split and turned into paths by Hadoop's ``StringUtils``."""
+        if "_string_utils" not in self.__dict__:
+            self._string_utils = self._jvm.org.apache.hadoop.util.StringUtils
+        strings = self._string_utils
+        return strings.stringToPath(strings.getStrings("\n".join(map(self.uri, rels)), "\n"))
+
+    def _walk_folder_by_folder(self, base: str) -> dict[str, FileEntry]:
+        out: dict[str, FileEntry] = {}
+        pending = [base]
+        while pending:
+            folder = pending.pop()
+            for entry in self.list(folder):
+                child = f"{folder}/{entry.name}" if folder else entry.name
+                if entry.is_dir:
+                    pending.append(child)
+                else:
+                    out[child] = FileEntry(child, False, entry.size, entry.modified_ms)
+        return dict(sorted(out.items()))
+
+    def same_file_system(self, other: "HadoopFS") -> bool:
+        return str(self._fs.getUri().toString()) == str(other._fs.getUri().toString())
+
+    def copy_to(self, src_rel: str, dst: "HadoopFS", dst_rel: str) -> None:
+        """Copy one file's bytes to ``dst`` (any file system); never overwrites."""
+        target = dst._path(dst_rel)
+        if dst._fs.exists(target):
+            raise RunbookError(f"refusing to copy {src_rel} onto existing {dst.uri(dst_rel)}")
+        dst._fs.mkdirs(target.getParent())
+        copied = self._jvm.org.apache.hadoop.fs.FileUtil.copy(
+            self._fs, self._path(src_rel), dst._fs, target, False, False,
+            self._spark._jsc.hadoopConfiguration())
+        if not copied:
+            raise RunbookError(f"could not copy {self.uri(src_rel)} to {dst.uri(dst_rel)}")
+
+    def move_to(self, src_rel: str, dst: "HadoopFS", dst_rel: str) -> None:
+        """Move a file or folder to a path under another root of the same file system (a rename:
+        the bytes are not rewritten); the destination's parent is created. Never overwrites."""
+        if not self.same_file_system(dst):
+            raise RunbookError(f"cannot move {self.uri(src_rel)} to {dst.uri(dst_rel)}: not the "
+                               "same file system (pick a folder on the checkpoint's file system)")
+        target = dst._path(dst_rel)
+        if self._fs.exists(target):
+            raise RunbookError(f"refusing to move {src_rel} onto existing {dst.uri(dst_rel)}")
+        self._fs.mkdirs(target.getParent())
+        if not self._fs.rename(self._path(src_rel), target):
+            raise RunbookError(f"could not move {self.uri(src_rel)} to {dst.uri(dst_rel)}")
+
+    def verify_checksum(self, rel: str) -> str | None:
+        """Read a file through the checksum layer: None when its ``.crc`` sidecar matches (or there
+        is no checksum layer), else the first line of Hadoop's complaint. The bytes stay in the JVM.
+
+        Hadoop checks the chunks it reads and nothing more: a file cut short at a chunk boundary,
+        or emptied, passes; compare the sidecar's length with the file's size for those."""
+        if not self.has_checksum_layer:
+            return None
+        if "_drain" not in self.__dict__:  # read to the end into nothing, then close: one call
+            copy_bytes = self._jvm.org.apache.hadoop.io.IOUtils.copyBytes
+            nowhere = self._jvm.org.apache.commons.io.output.NullOutputStream.INSTANCE
+            self._drain = lambda stream: copy_bytes(stream, nowhere, 65536, True)
+        try:
+            self._drain(self._fs.open(self._path(rel)))
+        except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
+            return first_line(exc)
+        return None
+
+    def verify_checksums(self, rels: list[str]) -> dict[str, str]:
+        """:meth:`verify_checksum` of many files, a few at a time (each call waits mostly on the
+        JVM: 2,000 deltas in 0.6-0.7 s instead of 0.8-1.3 s): Hadoop's complaint by path, for the
+        files whose bytes do not match their sidecar."""
+        if not self.has_checksum_layer or not rels:
+            return {}
+        first = self.verify_checksum(rels[0])  # sets the reader up before the threads share it
+        if len(rels) <= _ONE_THREAD_UP_TO:
+            complaints = [first, *map(self.verify_checksum, rels[1:])]
+        else:
+            with ThreadPoolExecutor(max_workers=_CHECKING_THREADS) as pool:
+                complaints = [first, *pool.map(self.verify_checksum, rels[1:])]
+        return {rel: c for rel, c in zip(rels, complaints) if c is not None}

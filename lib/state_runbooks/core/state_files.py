@@ -1,0 +1,76 @@
+"""A store's state files as Spark names them, and what a RocksDB snapshot says inside.
+
+    state/<op>/<partition>/[<store>/]<version>[_<unique id>].delta|.snapshot|.zip|.changelog
+
+The HDFS-backed provider writes ``.delta`` files (a version's changes) and ``.snapshot`` files (a full
+copy); RocksDB writes ``.zip`` snapshots (a ``metadata`` file naming the SST files under ``SSTs/``)
+and, with changelog checkpointing, ``.changelog`` files between them. Checkpoint format v2 adds the
+version's unique id to the name. State version = batch id + 1.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import zipfile
+from dataclasses import dataclass
+
+from state_runbooks.common.formatting import id_ranges
+
+DEFAULT_STORE = "default"
+STATE_FILE_PATTERN = re.compile(
+    r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
+SNAPSHOT_KINDS = ("snapshot", "zip")  # a full copy of a version
+INCREMENTAL_KINDS = ("delta", "changelog")  # the changes of one version
+INCREMENTAL_KINDS_SUFFIXES = tuple(f".{kind}" for kind in INCREMENTAL_KINDS)
+
+
+@dataclass(frozen=True)
+class StateFile:
+    """One versioned state file (``.crc`` sidecars and ``SSTs/`` are not state files)."""
+    operator_id: int
+    partition_id: int
+    store_name: str
+    version: int
+    kind: str  # delta, snapshot, zip, changelog
+    size: int
+    modified_ms: int
+    path: str  # relative to the checkpoint root
+
+    @property
+    def batch_id(self) -> int:
+        return self.version - 1
+
+
+def store_folder(op: int, partition: int, store: str) -> str:
+    """``state/<op>/<partition>``, with ``/<store>`` for any store but the default one."""
+    base = f"state/{op}/{partition}"
+    return base if store == DEFAULT_STORE else f"{base}/{store}"
+
+
+def zip_ssts(raw, zip_rel: str) -> list[tuple[str, int]] | None:
+    """SST files (name, size) a RocksDB ``<v>.zip`` lists in its ``metadata``; None: unreadable."""
+    try:
+        meta = snapshot_metadata(raw.read_bytes(zip_rel))
+        return [(s["dfsSstFileName"], int(s["sizeBytes"])) for s in meta.get("sstFiles", [])]
+    except Exception:  # noqa: BLE001 - any failure means the snapshot cannot be used
+        return None
+
+
+def snapshot_metadata(data: bytes) -> dict:
+    """The ``metadata`` a RocksDB snapshot zip carries (its SST files, ``numKeys``, column
+    families), parsed; its first line names the format version (``v1``, ``v2``)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        text = archive.read("metadata").decode("utf-8")
+    return json.loads(text.split("\n", 1)[1] if text.startswith("v") else text)
+
+
+def files_seen(files: list[StateFile]) -> str:
+    """What a unit's state files say when Spark's reader did not read it: one wording for every
+    runbook."""
+    if not files:
+        return "no state files"
+    versions = sorted({f.version for f in files})
+    partitions = id_ranges(sorted({f.partition_id for f in files}))
+    return (f"{len(files)} files in partitions {partitions}, state versions "
+            f"{versions[0]}..{versions[-1]}, {sum(f.size for f in files):,} bytes")

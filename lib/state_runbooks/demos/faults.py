@@ -1,0 +1,150 @@
+"""Demo and test helpers: break a checkpoint the way storage incidents do, copy and checksum
+folders, compare state row for row, restart a demo query, try "delete the state folder and
+restart".
+"""
+from __future__ import annotations
+
+import hashlib
+
+from state_runbooks.common.errors import RunbookError, spark_error_text, spark_errors
+from state_runbooks.core.checkpoint import DEFAULT_STORE, Checkpoint, StateFile
+from state_runbooks.core.fs import open_fs
+from state_runbooks.core.fs.base import sidecar_of
+from state_runbooks.core.state_files import (
+    INCREMENTAL_KINDS,
+    SNAPSHOT_KINDS,
+    store_folder,
+    zip_ssts,
+)
+from state_runbooks.core.state_loads import load_units
+from state_runbooks.core.state_reader import read_unit
+
+FAULTS = ("truncate_latest", "garbage_latest", "delete_latest", "break_middle", "drop_partition",
+          "drop_operator_metadata", "uncommitted_batch")
+
+
+# -- demo helpers: faults, copies, comparisons -----------------------------------------------------
+def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_id: int = 0) -> str:
+    """Break a (demo) checkpoint the way storage incidents do; returns the path that is broken.
+
+    Removed files are moved to ``<checkpoint>.removed-by-fault/`` (nothing is deleted). The
+    ``.crc`` sidecars are left as they were, as after a real corruption."""
+    if fault not in FAULTS:
+        raise RunbookError(f"fault {fault!r} is not known: use one of {', '.join(FAULTS)}")
+    raw = ckpt.fs.raw()
+    lost = open_fs(ckpt.spark, ckpt.root + ".removed-by-fault").raw()
+    ops = [op.operator_id for op in ckpt.operators()]
+    op = ops[-1] if operator_id == -1 else operator_id
+    store = ckpt.stores(op)[0].store_name
+    files = [f for f in ckpt.state_files(op, store) if f.partition_id == partition_id]
+    last = ckpt.last_committed_batch_id
+    if fault in ("truncate_latest", "garbage_latest", "delete_latest"):
+        newest = max(f.version for f in files)
+        at_newest = [f for f in files if f.version == newest]
+        target = next((f for f in at_newest if f.kind in SNAPSHOT_KINDS), at_newest[0]).path
+    elif fault == "break_middle":
+        target = _middle_file(ckpt, raw, files)
+    elif fault == "drop_partition":
+        target = store_folder(op, partition_id, DEFAULT_STORE)
+    elif fault == "drop_operator_metadata":
+        target = f"state/{op}/_metadata/metadata"
+    else:  # uncommitted_batch
+        target = f"offsets/{last}"
+    data = raw.read_bytes(target) if fault in ("truncate_latest", "garbage_latest",
+                                                "break_middle") else b""
+    if fault in ("truncate_latest", "break_middle"):
+        raw.write_bytes(target, data[: len(data) // 2], overwrite=True)
+    elif fault == "garbage_latest":
+        noise = hashlib.sha256(target.encode()).digest() * (len(data) // 32 + 1)
+        raw.write_bytes(target, noise[: len(data)], overwrite=True)
+    elif fault == "delete_latest":
+        raw.move_to(target, lost, target)
+    elif fault == "drop_partition":
+        raw.move_to(target, lost, target)
+    elif fault == "drop_operator_metadata":
+        raw.move_to(f"state/{op}/_metadata", lost, f"state/{op}/_metadata")
+    else:
+        raw.move_to(f"commits/{last}", lost, f"commits/{last}")
+        if raw.exists(sidecar_of(f"commits/{last}")):
+            raw.move_to(sidecar_of(f"commits/{last}"), lost, sidecar_of(f"commits/{last}"))
+    ckpt.refresh()
+    return target
+
+
+def _middle_file(ckpt: Checkpoint, raw, files: list[StateFile]) -> str:
+    """The file of the middle version that later versions still need: a delta or changelog, or
+    for RocksDB without changelogs the SST file that version added and the newest zip still
+    lists."""
+    versions = sorted({f.version for f in files})
+    middle = versions[len(versions) // 2]
+    at_middle = {f.kind: f for f in files if f.version == middle}
+    for kind in INCREMENTAL_KINDS:
+        if kind in at_middle:
+            return at_middle[kind].path
+    zips = {f.version: f for f in files if f.kind == "zip"}
+    folder = zips[middle].path.rsplit("/", 1)[0]
+    before = ({n for n, _ in zip_ssts(raw, zips[middle - 1].path) or []}
+              if middle - 1 in zips else set())
+    newest = {n for n, _ in zip_ssts(raw, zips[max(zips)].path) or []}
+    added = [n for n, _ in zip_ssts(raw, zips[middle].path) or []
+             if n not in before and n in newest]
+    return f"{folder}/SSTs/{sorted(added)[0]}" if added else zips[middle].path
+
+
+def copy_tree(spark, source: str, target: str) -> str:
+    """Copy a folder byte for byte (sidecars included) through Hadoop; returns the target URI."""
+    src = open_fs(spark, source).raw()
+    dst = open_fs(spark, target).raw()
+    if dst.exists() and dst.list():
+        raise RunbookError(f"{dst.root} is not empty: pick a new folder to copy into")
+    for rel in src.walk():
+        src.copy_to(rel, dst, rel)
+    return dst.root
+
+
+def tree_checksums(spark, root: str) -> dict[str, str]:
+    """SHA-256 of every file below ``root`` (sidecars included), by relative path."""
+    raw = open_fs(spark, root).raw()
+    return {rel: raw.sha256(rel) for rel in raw.walk()}
+
+
+def state_rows(ckpt: Checkpoint, batch_id: int) -> dict[str, list]:
+    """Every unit's rows at one batch, sorted, by ``<operator>/<store or variable>``."""
+    out = {}
+    for unit in load_units(ckpt):
+        with spark_errors(f"reading {unit.label} at batch {batch_id}"):
+            rows = read_unit(ckpt, unit, batch_id).collect()
+        out[unit.label] = sorted(rows, key=repr)
+    return out
+
+
+def compare_state(a: Checkpoint, b: Checkpoint, batch_id: int) -> list[str]:
+    """Row-for-row comparison of two checkpoints at one batch; one line per store."""
+    left, right = state_rows(a, batch_id), state_rows(b, batch_id)
+    lines = []
+    for label in sorted(set(left) | set(right)):
+        x, y = left.get(label), right.get(label)
+        verdict = "equal" if x == y else "DIFFERENT"
+        lines.append(f"{label} at batch {batch_id}: {len(x or [])} vs {len(y or [])} rows, "
+                     f"{verdict}")
+    return lines
+
+
+def restart_without_state_folder(spark, demo, ckpt: Checkpoint) -> str:
+    """The advice "delete the state folder and restart", tried on a copy of the checkpoint (the
+    folder is moved aside, not deleted): what Spark answers, as one line."""
+    copy = copy_tree(spark, ckpt.root, ckpt.root + "-state-deleted")
+    raw = open_fs(spark, copy).raw()
+    raw.move_to("state", open_fs(spark, copy + ".removed").raw(), "state")
+    try:
+        restart_demo(spark, demo, copy, 1)
+    except RunbookError as exc:
+        return f"the restart fails: {spark_error_text(exc)}"
+    return "the restart worked"
+
+
+def restart_demo(spark, demo, checkpoint_path: str, batches: int) -> list[dict]:
+    """Restart the demo's query on a checkpoint for ``batches`` more micro-batches."""
+    from .checkpoints import run_demo_batches
+    return run_demo_batches(spark, demo.workload, checkpoint_path, batches, demo.provider,
+                            demo.rows_per_batch, demo.partitions)

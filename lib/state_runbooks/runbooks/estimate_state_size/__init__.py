@@ -1,0 +1,108 @@
+"""The estimate-state-size runbook (02): a napkin estimate before a job exists, a measurement of
+its checkpoint after, and how far both are from what Spark itself reports.
+
+One module per concern:
+
+- :mod:`.jvm_objects`: object sizes, hash table lengths and ``SizeEstimator``'s sampling on the JVM;
+- :mod:`.memory_model`: one store partition's kept versions -> heap and ``memoryUsedBytes``;
+- :mod:`.measurement`: a checkpoint's units measured (the core's store reports, the change feed);
+- :mod:`.recommendation`: provider and partitions for a state of a given size;
+- :mod:`.napkin_estimate`: the estimate from rate, watermark and row sizes, step by step;
+- :mod:`.projection`: growth over the retained batches, projected ahead;
+- :mod:`.demo_comparison`: the demo's queries, estimate against ``memoryUsedBytes``;
+- :mod:`.report`: tables, lines, recommendation and the run summary.
+
+The names the notebook and its callers use are importable from here.
+"""
+from state_runbooks.common.formatting import format_bytes
+
+from .demo_comparison import (
+    ACCURACY_TARGET,
+    COMPARED_WORKLOADS,
+    DEMO_RUNS,
+    WORKLOAD_LABELS,
+    Comparison,
+    accuracy_lines,
+    accuracy_verdict,
+    compare,
+    compare_demo_workloads,
+    comparison_table,
+    demo_run_for_rows,
+    plot_table,
+    reported,
+    three_way_lines,
+)
+from .jvm_objects import (
+    COMPRESSED_OOPS,
+    PLAIN_OOPS,
+    JvmLayout,
+    copied_capacity,
+    estimated_slots_bytes,
+    estimated_slots_variance,
+    filled_capacity,
+    grown_capacity,
+)
+from .measurement import (
+    CheckpointMeasurement,
+    StoreMeasurement,
+    disk_totals,
+    measure_checkpoint,
+    measure_stores,
+    measured_totals,
+)
+from .memory_model import (
+    DEFAULT_VERSIONS_IN_MEMORY,
+    MemoryEstimate,
+    PartitionVersions,
+    estimate_partition,
+    partition_versions,
+)
+from .napkin_estimate import (
+    DEMO_NAPKIN,
+    NAPKIN_PROVIDERS,
+    NO_NAPKIN,
+    RULE_OF_THUMB_FACTORS,
+    Napkin,
+    NapkinInputs,
+    napkin,
+    napkin_inputs,
+    napkin_lines,
+    restarted_table,
+)
+from .projection import Projection, growth, growth_rate, project
+from .recommendation import (
+    HDFS_MAX_HEAP_PER_PARTITION,
+    PROVIDER_NAMES,
+    ROCKSDB_MAX_PAYLOAD_PER_PARTITION,
+    Recommendation,
+    recommend,
+    rocksdb_native_cap,
+)
+from .report import (
+    estimate_lines,
+    measured_summary,
+    partitions_table,
+    recommendation_lines,
+    stores_table,
+    summarize,
+)
+
+__all__ = [
+    "format_bytes",
+    "ACCURACY_TARGET", "COMPARED_WORKLOADS", "DEMO_RUNS", "WORKLOAD_LABELS", "Comparison",
+    "accuracy_lines", "accuracy_verdict", "compare", "compare_demo_workloads", "comparison_table",
+    "demo_run_for_rows", "plot_table", "reported", "three_way_lines",
+    "COMPRESSED_OOPS", "PLAIN_OOPS", "JvmLayout", "copied_capacity", "estimated_slots_bytes",
+    "estimated_slots_variance", "filled_capacity", "grown_capacity",
+    "CheckpointMeasurement", "StoreMeasurement", "disk_totals", "measure_checkpoint",
+    "measure_stores", "measured_totals",
+    "DEFAULT_VERSIONS_IN_MEMORY", "MemoryEstimate", "PartitionVersions", "estimate_partition",
+    "partition_versions",
+    "DEMO_NAPKIN", "NAPKIN_PROVIDERS", "NO_NAPKIN", "RULE_OF_THUMB_FACTORS", "Napkin",
+    "NapkinInputs", "napkin", "napkin_inputs", "napkin_lines", "restarted_table",
+    "Projection", "growth", "growth_rate", "project",
+    "HDFS_MAX_HEAP_PER_PARTITION", "PROVIDER_NAMES", "ROCKSDB_MAX_PAYLOAD_PER_PARTITION",
+    "Recommendation", "recommend", "rocksdb_native_cap",
+    "estimate_lines", "measured_summary", "partitions_table", "recommendation_lines",
+    "stores_table", "summarize",
+]

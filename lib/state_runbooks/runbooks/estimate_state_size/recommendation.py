@@ -1,0 +1,60 @@
+"""Which provider and how many partitions, for a state of a given size, with the thresholds that
+decided it; and RocksDB's native memory cap, the figure RocksDB is planned by."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from state_runbooks.common.formatting import format_bytes
+from state_runbooks.core.store_scan import LARGE_STATE_ROWS
+
+PROVIDER_NAMES = {"hdfs": "the HDFS-backed provider", "rocksdb": "RocksDB"}
+# Thresholds of the recommendation, in one place so the notebook and playbooks quote them.
+HDFS_MAX_HEAP_PER_PARTITION = 256 * 1024 ** 2  # estimated heap bytes per partition on HDFS
+ROCKSDB_MAX_PAYLOAD_PER_PARTITION = 1024 ** 3  # row bytes per partition kept in RocksDB's files
+# RocksDB's native memory per instance by default (Spark 4 RocksDBConf, RocksDB's own defaults for
+# the -1 values): block cache 8 MB, write buffers 2 x 64 MB; boundedMemoryUsage=false.
+ROCKSDB_BLOCK_CACHE_MB = 8
+ROCKSDB_WRITE_BUFFER_MB = 64
+ROCKSDB_MAX_WRITE_BUFFERS = 2
+
+
+def rocksdb_native_cap(instances: int, block_cache_mb: int = ROCKSDB_BLOCK_CACHE_MB,
+                       write_buffer_mb: int = ROCKSDB_WRITE_BUFFER_MB,
+                       write_buffers: int = ROCKSDB_MAX_WRITE_BUFFERS) -> int:
+    """RocksDB's native memory cap with the default configuration: per store instance (one per
+    partition and store), a block cache plus full write buffers."""
+    return instances * (block_cache_mb + write_buffer_mb * write_buffers) * 1024 ** 2
+
+
+@dataclass
+class Recommendation:
+    provider: str
+    partitions: int
+    reason: str
+
+
+def recommend(rows: int, heap_bytes: float, payload_bytes: float, num_partitions: int,
+              max_rows_on_hdfs: int | None = None,
+              max_heap_per_partition: int = HDFS_MAX_HEAP_PER_PARTITION,
+              max_payload_per_partition: int = ROCKSDB_MAX_PAYLOAD_PER_PARTITION
+              ) -> Recommendation:
+    """Provider and partitions, with the thresholds that decided them in ``reason``.
+
+    RocksDB above the inspect runbook's row threshold (``store_scan.LARGE_STATE_ROWS``); otherwise
+    the HDFS-backed provider, with enough partitions to keep the estimated heap per partition under
+    ``max_heap_per_partition``. For RocksDB, enough partitions to keep the row bytes per partition
+    under ``max_payload_per_partition``.
+    """
+    limit = LARGE_STATE_ROWS if max_rows_on_hdfs is None else max_rows_on_hdfs
+    if rows > limit:
+        partitions = max(num_partitions, math.ceil(payload_bytes / max_payload_per_partition))
+        return Recommendation("rocksdb", partitions,
+                              f"{rows:,} rows > {limit:,} (above this the HDFS-backed provider's "
+                              "JVM memory becomes a risk); partitions keep the row bytes per "
+                              f"partition <= {format_bytes(max_payload_per_partition)}")
+    partitions = max(num_partitions, math.ceil(heap_bytes / max_heap_per_partition))
+    return Recommendation("hdfs", partitions,
+                          f"{rows:,} rows <= {limit:,}, and partitions keep the estimated heap per "
+                          f"partition <= {format_bytes(max_heap_per_partition)}")
+

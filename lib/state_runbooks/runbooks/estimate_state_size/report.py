@@ -1,0 +1,186 @@
+"""What the estimate-state-size runbook shows and concludes: the measured stores and partitions as
+tables, the estimate per store in prose, the recommendation, and the run summary with its
+findings."""
+from __future__ import annotations
+
+import textwrap
+
+from state_runbooks.common.formatting import format_bytes
+from state_runbooks.core.store_scan import LARGE_STATE_ROWS
+
+from .demo_comparison import ACCURACY_TARGET, Comparison
+from .measurement import StoreMeasurement, disk_totals, measured_totals
+from .napkin_estimate import Napkin
+from .projection import Projection
+from .recommendation import HDFS_MAX_HEAP_PER_PARTITION, PROVIDER_NAMES, recommend
+
+
+def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch: bool) -> dict:
+    """The summary's ``measured`` entry."""
+    total = measured_totals(measurements)
+    return {
+        "batch_id": measurements[0].batch_id if measurements else None,
+        "rows": sum(m.rows for m in measurements),
+        "payload_bytes": sum(m.payload_bytes for m in measurements),
+        "estimated_memory_bytes": round(total.reported_bytes),
+        "estimated_memory_sd_bytes": round(total.reported_sd),
+        "heap_bytes": round(total.heap_bytes),
+        "restarted_each_batch": restarted_each_batch,
+        "disk_bytes": disk_totals(measurements),
+        "per_store": [{"operator_id": m.operator_id, "operator_name": m.operator_name,
+                       "store_name": m.store_name, "rows": m.rows, "key_bytes": m.key_bytes,
+                       "value_bytes": m.value_bytes, "rows_per_partition": m.rows_per_partition,
+                       "payload_bytes_per_partition": m.payload_bytes_per_partition,
+                       "disk_bytes": m.disk, "churn_source": m.churn_source,
+                       "earlier_rows_source": m.earlier_rows_source,
+                       **{f"estimate_{k}": v for k, v in m.estimate.as_dict().items()
+                          if k not in ("rows", "payload_bytes")}}
+                      for m in measurements],
+    }
+
+
+def stores_table(measurements: list[StoreMeasurement]):
+    """One row per store: rows and bytes as stored, on disk, and the in-memory estimate."""
+    import pandas as pd
+    return pd.DataFrame([{
+        "store": m.label, "operator": m.operator_name, "rows": m.rows,
+        "key_B": m.key_bytes, "value_B": m.value_bytes,
+        "disk_latest_B": m.disk.get("latest_version_bytes"),
+        "disk_retained_B": m.disk.get("retained_bytes"),
+        "hdfs_heap_B": round(m.estimate.heap_bytes),
+        "hdfs_memoryUsedBytes_B": round(m.estimate.reported_bytes),
+    } for m in measurements])
+
+
+def partitions_table(measurements: list[StoreMeasurement]):
+    """One row per store partition: rows, row bytes, and what the older kept version adds."""
+    import pandas as pd
+    rows = []
+    for m in measurements:
+        for p, part in enumerate(m.partitions):
+            rows.append({"store": m.label, "partition": p, "rows": part.rows,
+                         "payload_B": (m.payload_bytes_per_partition[p]
+                                       if p < len(m.payload_bytes_per_partition) else None),
+                         "inserted": part.inserted, "removed": part.removed,
+                         "replaced": part.replaced, "table_new": part.new_capacity,
+                         "table_old": part.old_capacity})
+    return pd.DataFrame(rows)
+
+
+def summarize(summary, napkin_est: Napkin | None, measurements: list[StoreMeasurement] | None,
+              restarted_each_batch: bool, reported_now: dict | None,
+              projection: Projection | None, comparisons: list[Comparison] | None = None,
+              provider_kind: str = "hdfs", unreadable: list | None = None) -> None:
+    """Fill the summary: the runbook's keys, and findings for what needs acting on.
+    ``unreadable``: the reports of units Spark's reader refused (not measured)."""
+    d = summary.details
+    d["unmeasured"] = [r.summary() for r in unreadable or []]
+    if unreadable:
+        summary.add_finding("info", "stores_not_measured",
+                            f"{len(unreadable)} store(s) Spark's reader refused were not "
+                            f"measured: {', '.join(r.label for r in unreadable)}")
+    d["napkin"] = napkin_est.summary() if napkin_est else None
+    d["measured"] = measured_summary(measurements, restarted_each_batch) if measurements else None
+    d["reported_memory_bytes"] = reported_now["memory_used_bytes"] if reported_now else None
+    d["projection"] = projection.summary() if projection else None
+    if comparisons:
+        d["comparison"] = [c.summary() for c in comparisons]
+        d["estimator_error"] = {c.workload: round(c.error, 4) for c in comparisons
+                                if c.error is not None}
+        worst = max((abs(c.error) for c in comparisons if c.error is not None), default=0.0)
+        if worst > ACCURACY_TARGET:
+            summary.add_finding("warning", "estimator_error",
+                                f"estimate off memoryUsedBytes by {worst:.1%} > "
+                                f"{ACCURACY_TARGET:.0%} on a demo workload")
+    rec = napkin_est.recommendation if napkin_est else None
+    if rec is not None and rec.provider != napkin_est.inputs.provider:
+        summary.add_finding("info", "napkin_provider",
+                            f"napkin: {PROVIDER_NAMES[rec.provider]} recommended over the planned "
+                            f"{PROVIDER_NAMES[napkin_est.inputs.provider]} ({rec.reason})")
+    if measurements and provider_kind == "hdfs":
+        total = measured_totals(measurements)
+        partitions = max(m.num_partitions for m in measurements)
+        per_partition = total.heap_bytes / partitions
+        if total.rows > LARGE_STATE_ROWS or per_partition > HDFS_MAX_HEAP_PER_PARTITION:
+            summary.add_finding("warning", "hdfs_state_too_large",
+                                f"{total.rows:,} rows, about {format_bytes(total.heap_bytes)} of "
+                                f"heap ({format_bytes(per_partition)} per partition) on the "
+                                "HDFS-backed provider: plan RocksDB "
+                                "(runbooks/capacity-planning.md)")
+        elif projection and (projection.rows > LARGE_STATE_ROWS or projection.heap_bytes
+                             / partitions > HDFS_MAX_HEAP_PER_PARTITION):
+            summary.add_finding("warning", "hdfs_state_growing",
+                                f"at {projection.growth_per_batch:,.0f} rows per batch the state "
+                                f"reaches {projection.rows:,} rows, about "
+                                f"{format_bytes(projection.heap_bytes)} of heap, in "
+                                f"{projection.horizon_batches:,} batches: plan RocksDB before "
+                                "(runbooks/capacity-planning.md)")
+
+
+def estimate_lines(measurements: list[StoreMeasurement], restarted_each_batch: bool,
+                   provider_kind: str = "hdfs") -> list[str]:
+    """Per store, what the HDFS-backed provider holds for the measured rows, and the figure
+    Spark's memoryUsedBytes is expected to show, with why."""
+    lines = []
+    if provider_kind != "hdfs":
+        lines.append(textwrap.fill(
+            f"This checkpoint's provider is {provider_kind}: the figures below are what the same "
+            "rows would take on the HDFS-backed provider. RocksDB keeps them in files on local "
+            "disk, and its memoryUsedBytes follows its configuration "
+            "(runbooks/capacity-planning.md).", 100))
+    for m in measurements:
+        e = m.estimate
+        old_rows = sum(p.old_rows for p in m.partitions)
+        same = sum(1 for p in m.partitions if p.old_capacity and p.old_capacity == p.new_capacity)
+        kept = [p for p in m.partitions if p.old_capacity]
+        if not kept:
+            why = "one version in memory (the first batch, or maxBatchesToRetainInMemory=1)"
+        elif same == len(kept):
+            why = ("both versions' tables have the same length in every partition, so "
+                   "SizeEstimator samples the same slots twice and counts a shared row once")
+        else:
+            why = (f"the tables differ in length in {len(kept) - same} of {len(kept)} partitions "
+                   f"(older {kept[0].old_capacity:,} slots, newest {kept[0].new_capacity:,} in "
+                   "partition 0), so SizeEstimator samples different slots and counts most "
+                   "shared rows twice")
+        text = (f"{m.label} ({m.operator_name}): {m.rows:,} rows, {format_bytes(m.payload_bytes)} "
+                f"as stored. Heap {format_bytes(e.heap_bytes)} = row objects "
+                f"{format_bytes(e.row_object_bytes)} + map nodes {format_bytes(e.entry_bytes)} "
+                f"({m.rows:,} + {old_rows:,} in the older version) + hash tables "
+                f"{format_bytes(e.table_bytes)} + fixed {format_bytes(e.fixed_bytes)}. Expected "
+                f"memoryUsedBytes {format_bytes(e.reported_bytes)} +/- "
+                f"{format_bytes(e.reported_sd)} (one sd of SizeEstimator's sampling): {why}. "
+                f"Churn from the {m.churn_source}.")
+        lines.append(textwrap.fill(text, 100))
+    total = measured_totals(measurements)
+    mode = ("restarted for every batch" if restarted_each_batch
+            else "running continuously (restarted_each_batch=False)")
+    lines.append(f"Total: heap {format_bytes(total.heap_bytes)}, expected memoryUsedBytes "
+                 f"{format_bytes(total.reported_bytes)} for a query {mode}.")
+    return lines
+
+
+def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeasurement] | None,
+                         projection: Projection | None) -> list[str]:
+    """The recommendation from the napkin (when there is one), from the measured state, and at
+    the projection."""
+    lines = []
+    if napkin_est is not None:
+        rec = napkin_est.recommendation
+        lines.append(f"Napkin: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions "
+                     f"({rec.reason}).")
+    if measurements:
+        total = measured_totals(measurements)
+        partitions = max(m.num_partitions for m in measurements)
+        now = recommend(total.rows, total.heap_bytes, total.payload_bytes, partitions)
+        lines.append(f"Measured: {PROVIDER_NAMES[now.provider]}, {now.partitions:,} partitions "
+                     f"({now.reason}); the checkpoint has {partitions:,}.")
+        if projection is not None and total.rows:
+            scale = projection.rows / total.rows
+            later = recommend(projection.rows, total.heap_bytes * scale,
+                              total.payload_bytes * scale, partitions)
+            lines.append(f"In {projection.horizon_batches:,} batches at the measured growth: "
+                         f"{PROVIDER_NAMES[later.provider]}, {later.partitions:,} partitions "
+                         f"({later.reason}).")
+    return [textwrap.fill(line, 100, subsequent_indent="  ") for line in lines]
+

@@ -1,0 +1,56 @@
+"""The inspect-state runbook (03): per-unit figures, skew, hot keys, expiry and the production
+checklist of a streaming checkpoint.
+
+A unit is what Spark's ``statestore`` reader reads (``core.operators.state_units``): a store, a
+join side's store, a state variable of transformWithState or its registered timers. The scan of
+each unit (:class:`StoreReport`, :func:`inspect_stores`) is the core's
+(``state_runbooks.core.store_scan``), shared with 02 estimate state size.
+
+One module per concern:
+
+- :mod:`.checklist`: the production checklist, each item decided by the checkpoint's own facts;
+- :mod:`.report`: tables and sentences for the notebook (operators, units, figures, hot keys,
+  expiry) and the run summary.
+
+The names the notebook and its callers use are importable from here.
+"""
+from state_runbooks.core.store_scan import (
+    LARGE_STATE_ROWS,
+    MULTI_ROW_STORE_SUFFIX,
+    SKEW_MIN_ROWS_PER_PARTITION,
+    SKEW_WARNING_RATIO,
+    StoreReport,
+    event_time_column,
+    inspect_store,
+    inspect_stores,
+    inspect_unit,
+    skew_ratio,
+    unreadable_report,
+)
+
+from .checklist import (
+    WATERMARK_RULES,
+    CheckItem,
+    checklist_lines,
+    production_checklist,
+    retention_check,
+)
+from .report import (
+    expiry_lines,
+    hot_keys_lines,
+    operator_lines,
+    operators_table,
+    reader_lines,
+    stores_table,
+    summarize,
+    units_table,
+)
+
+__all__ = [
+    "LARGE_STATE_ROWS", "MULTI_ROW_STORE_SUFFIX", "SKEW_MIN_ROWS_PER_PARTITION",
+    "SKEW_WARNING_RATIO", "StoreReport", "event_time_column", "inspect_store", "inspect_stores",
+    "inspect_unit", "skew_ratio", "unreadable_report",
+    "WATERMARK_RULES", "CheckItem", "checklist_lines", "production_checklist", "retention_check",
+    "expiry_lines", "hot_keys_lines", "operator_lines", "operators_table", "reader_lines",
+    "stores_table", "summarize", "units_table",
+]

@@ -1,0 +1,50 @@
+"""The recover-corrupted-state runbook (05): diagnose a checkpoint, roll it back, undo.
+
+One module per concern:
+
+- :mod:`.structure`: what the files say (logs, partition folders, the files each version needs);
+- :mod:`.diagnose`: the load test, the last good batch, the file at fault;
+- :mod:`.plan`: what a rollback moves;
+- :mod:`.apply`: rollback and undo, journaled, byte for byte;
+- :mod:`.report`: the lines a reader sees and the run summary;
+
+Below it: Spark's loads and what a failed one means (:mod:`state_runbooks.core.state_loads`), the
+activity guard and the safekeeping of every change (:mod:`state_runbooks.safety`), the faults its
+demo injects (:mod:`state_runbooks.demos.faults`).
+
+"Critical" and a rollback plan need evidence that Spark's store code cannot load the state; a
+shape the reader cannot read is "unknown" and nothing is planned.
+"""
+from .apply import (
+    BACKUP_MARK,
+    MODES,
+    Outcome,
+    cannot_modify,
+    check_mode,
+    default_backup_dir,
+    find_journal,
+    read_journal,
+    rollback,
+    undo,
+)
+from .diagnose import Diagnosis, Probe, diagnose, linear_scan
+from .plan import REPLAY_FROM_START, Plan, plan_lines, plan_rollback
+from .report import (
+    bisection_lines,
+    load_lines,
+    options_lines,
+    problem_lines,
+    source_offsets_lines,
+    structure_lines,
+    summarize,
+)
+from .structure import Problem
+
+__all__ = [
+    "BACKUP_MARK", "MODES", "Outcome", "cannot_modify", "check_mode",
+    "default_backup_dir", "find_journal", "read_journal", "rollback", "undo",
+    "Diagnosis", "Probe", "diagnose", "linear_scan",
+    "REPLAY_FROM_START", "Plan", "plan_lines", "plan_rollback",
+    "bisection_lines", "load_lines", "options_lines", "problem_lines", "source_offsets_lines",
+    "structure_lines", "summarize", "Problem",
+]

@@ -1,0 +1,129 @@
+"""The rollback plan: what a rollback to a batch moves aside (offsets and commits after it, state
+files of later versions, SST files only those versions use). Nothing is planned on evidence short
+of Spark failing to load the state.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.core.checkpoint import STATE_FILE_PATTERN, Checkpoint
+from state_runbooks.core.fs.base import is_checksum_file
+
+from .diagnose import Diagnosis
+from .structure import log_batch_id, zip_ssts
+
+REPLAY_FROM_START = -1  # a resolved rollback target: before the first batch (re-run everything)
+
+
+# -- the plan --------------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    target_batch_id: int | None  # REPLAY_FROM_START: before batch 0; None: no rollback possible
+    moves: list[str]  # files to move aside, relative (their .crc sidecars go with them)
+    note: str = ""
+
+    def summary(self) -> dict:
+        return {"target_batch_id": self.target_batch_id, "moves": list(self.moves)}
+
+
+def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) -> Plan:
+    """What a rollback to ``target_batch_id`` moves (-1: the last good batch found)."""
+    c, g = diag.last_committed_batch_id, diag.last_good_batch_id
+    if c is None or diag.retained is None or not diag.operators:
+        return Plan(None, [], "nothing to roll back: no committed batch with state")
+    if diag.reader_limits and not diag.state_does_not_load:
+        if target_batch_id != -1:
+            raise RunbookError(f"target_batch_id={target_batch_id}: no rollback on state Spark's "
+                               "reader cannot read and nothing shows damaged: restart the query "
+                               "as it is, or pass -1")
+        return Plan(None, [], "no rollback planned: Spark's reader cannot read part of this "
+                              "state, and nothing shows that Spark's store cannot load it")
+    lo = diag.retained[0]
+    if target_batch_id == -1:
+        if g is None:
+            if not diag.can_replay_from_start:
+                return Plan(None, [], f"no retained batch loads and batch 0 is gone (retained "
+                                      f"{lo}..{c}): start a new checkpoint, option (b)")
+            target = REPLAY_FROM_START
+        else:
+            target = g
+    else:
+        if not lo <= target_batch_id <= c:
+            raise RunbookError(f"target_batch_id={target_batch_id} is outside the retained range "
+                               f"{lo}..{c}: pass -1 (the last good batch) or a batch in that range")
+        if g is None or target_batch_id > g:
+            raise RunbookError(f"target_batch_id={target_batch_id}: the state of that batch does "
+                               f"not load (last good batch: {g if g is not None else 'none'}); "
+                               "pass -1 or an older batch")
+        target = target_batch_id
+    # The files the diagnosis listed, when it diagnosed this checkpoint: no second listing.
+    inventory = (diag.inventory if diag.inventory and diag.root == ckpt.root
+                 else ckpt.fs.raw().walk())
+    moves = [f"commits/{b}" for b in reversed(ckpt.commit_batch_ids) if b > target]
+    moves += [f"offsets/{b}" for b in reversed(ckpt.offset_batch_ids) if b > target]
+    if target == REPLAY_FROM_START:
+        # Spark refuses to start a query on a state folder that is not empty
+        # (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY): everything in state/ goes, and then the
+        # state/ folder itself (rollback moves it once only empty folders are left).
+        moves += [rel for rel in inventory if rel.startswith("state/") and not is_checksum_file(rel)]
+    else:
+        moves += _state_moves(ckpt, inventory, target + 1)
+    moves += _orphan_sidecars(inventory, target)
+    note = ("nothing to move: the checkpoint already ends at the target batch" if not moves
+            else f"{len(moves)} files to move aside")
+    return Plan(target, moves, note)
+
+
+def _state_moves(ckpt: Checkpoint, inventory: dict, keep_version: int) -> list[str]:
+    """State files of versions after ``keep_version``, and SSTs only such versions use."""
+    raw = ckpt.fs.raw()
+    later = [f for f in ckpt.state_files() if f.version > keep_version]
+    moves = [f.path for f in later]
+    kept_zips = [f for f in ckpt.state_files() if f.kind == "zip" and f.version <= keep_version]
+    if any(f.kind == "zip" for f in later):
+        kept_ssts = set()
+        for f in kept_zips:
+            folder = f.path.rsplit("/", 1)[0]
+            kept_ssts |= {f"{folder}/SSTs/{n}" for n, _ in (zip_ssts(raw, f.path) or [])}
+        exclusive = set()
+        for f in later:
+            if f.kind == "zip":
+                folder = f.path.rsplit("/", 1)[0]
+                exclusive |= {f"{folder}/SSTs/{n}" for n, _ in (zip_ssts(raw, f.path) or [])}
+        moves += sorted(rel for rel in exclusive - kept_ssts if rel in inventory)
+    return moves
+
+
+def _orphan_sidecars(inventory: dict, target: int) -> list[str]:
+    """Sidecars left behind by a lost file of a later batch (``.5.delta.crc`` without
+    ``5.delta``): the restarted query writes that file and its sidecar again, so the old one
+    goes aside too, to keep undo exact."""
+    out = []
+    for rel in inventory:
+        if not is_checksum_file(rel):
+            continue
+        folder, _, name = rel.rpartition("/")
+        data = f"{folder}/{name[1:-4]}"
+        if data in inventory:
+            continue
+        log = log_batch_id(data)
+        state = STATE_FILE_PATTERN.match(data.rsplit("/", 1)[-1]) if data.startswith("state/") else None
+        if (log is not None and log > target) or (state and int(state.group(1)) > target + 1):
+            out.append(rel)
+    return out
+
+
+def plan_lines(plan: Plan, limit: int = 12) -> list[str]:
+    if plan.target_batch_id is None:
+        return [plan.note]
+    target = ("before batch 0 (replay everything)" if plan.target_batch_id == REPLAY_FROM_START
+              else f"batch {plan.target_batch_id}")
+    lines = [f"target: {target}; {plan.note}"]
+    shown = plan.moves if len(plan.moves) <= limit else plan.moves[:limit]
+    lines += [f"  move {rel}" for rel in shown]
+    if len(plan.moves) > limit:
+        lines.append(f"  ... and {len(plan.moves) - limit} more")
+    if plan.moves:
+        lines.append("  (each with its .crc sidecar, where there is one)")
+    return lines

@@ -1,0 +1,162 @@
+"""What a diagnosis, a plan and an outcome look like to the person reading the runbook, and the
+run summary's keys and findings.
+"""
+from __future__ import annotations
+
+
+from state_runbooks.common.formatting import id_ranges, source_offsets_lines  # noqa: F401 - 05's API
+
+from .apply import Outcome
+from .diagnose import Diagnosis
+from .plan import Plan
+
+
+# -- presenting a diagnosis ------------------------------------------------------------------------
+def structure_lines(diag: Diagnosis) -> list[str]:
+    last = diag.last_committed_batch_id
+    flight = (f"batch {', '.join(map(str, diag.in_flight))} in flight (offsets, no commit)"
+              if diag.in_flight else "no batch in flight")
+    provider = {"hdfs": "HDFS-backed: <v>.delta per batch, <v>.snapshot now and then",
+                "rocksdb": "RocksDB: <v>.zip per batch, listing the SST files it needs",
+                "rocksdb_changelog": "RocksDB with changelog checkpointing: <v>.changelog per "
+                                     "batch, <v>.zip snapshots now and then"}.get(diag.provider,
+                                                                                 diag.provider)
+    lines = [f"offsets {id_ranges(diag.offset_batch_ids)}, "
+             f"commits {id_ranges(diag.commit_batch_ids)}: "
+             f"last committed batch {last}; {flight}",
+             f"provider pinned in the offsets log: {provider}"]
+    for op in diag.operators:
+        versions = op["versions"]
+        span = f"state versions {versions[0]}..{versions[1]}" if versions else "no state files"
+        holding = op.get("partitions_with_state", range(op["partitions"]))
+        parts = (f" x {op['partitions']} partitions" if len(holding) == op["partitions"] else
+                 f", state in partition(s) {id_ranges(list(holding))} of {op['partitions']} (the "
+                 "others hold none, by design)")
+        lines.append(f"operator {op['operator_id']} ({op['operator_name']}): "
+                     f"{len(op['stores'])} store(s){parts}, {span}")
+    by_spark = (f" ({diag.content_checked_by_spark} of them by Spark's own load, which reads them "
+                "through the checksum layer)" if diag.content_checked_by_spark else "")
+    sidecars = (f"; {diag.sidecars_checked} have a .crc sidecar: every one's length compared with "
+                f"it, and the bytes of the {diag.content_checked} that the batches examined here "
+                f"need{by_spark}" if diag.sidecars_checked else "")
+    lines.append(f"{diag.files_checked} files{sidecars}")
+    return lines
+
+
+def problem_lines(diag: Diagnosis) -> list[str]:
+    if not diag.problems:
+        return ["nothing missing, empty or damaged"]
+    lines = []
+    for p in diag.problems:
+        batch = f" [batch {p.first_batch_id}]" if p.first_batch_id is not None else ""
+        spark = f" ({p.error_class})" if p.error_class else ""
+        lines.append(f"{p.path}{batch}: {p.problem}{spark}")
+    return lines
+
+
+def load_lines(diag: Diagnosis) -> list[str]:
+    if not diag.load_test:
+        return ["nothing to load: no committed batch with state"]
+    lines = []
+    for r in diag.load_test:
+        where = f"batch {r.batch_id}, operator {r.operator_id} {r.store_name}"
+        if r.ok:
+            lines.append(f"{where}: loads ({r.rows} rows)")
+        elif r.damaged:
+            lines.append(f"{where}: FAILS in Spark's store code with {r.error_class}; file at "
+                         f"fault: {r.path}")
+        else:
+            lines.append(f"{where}: Spark's reader cannot read it ({r.error_class or 'error'}: "
+                         f"{r.message[:160]}); a reader limit, not evidence of damage")
+    missing = [p for p in diag.problems if p.problem.startswith("partition directory missing")]
+    for p in missing:
+        lines.append(f"{p.path} is missing: Spark's reader skips a missing partition folder (its "
+                     "rows are simply absent), while a restarted query fails on it")
+    return lines
+
+
+def bisection_lines(diag: Diagnosis) -> list[str]:
+    if diag.retained is None:
+        return ["no retained batch: nothing to search"]
+    lo, hi = diag.retained
+    lines = [f"retained: batches {lo}..{hi}; Spark keeps the last "
+             f"minBatchesToRetain={diag.min_batches_to_retain} versions, so a rollback cannot go "
+             f"further back than batch {lo}"]
+    for p in diag.probes:
+        verdict = "loads" if p.ok else "does not load"
+        by = "Spark job" if p.by == "load" else "files"
+        detail = f": {p.detail}" if p.detail and not p.ok else ""
+        lines.append(f"  batch {p.batch_id}: {verdict} ({by}{detail})")
+    g = diag.last_good_batch_id
+    lines.append(f"last good batch: {g if g is not None else 'none'} ({diag.loads} state loads; "
+                 f"loading every retained batch would take {hi - lo + 1})")
+    if diag.locating_reads:
+        lines.append(f"naming the file at fault took {diag.locating_reads} more Spark read(s) "
+                     "(the store at the first bad batch, the change feed of single versions)")
+    return lines
+
+
+def options_lines(diag: Diagnosis) -> list[str]:
+    """The ways back to a running query, with their consequences; the recommended one first."""
+    c, g = diag.last_committed_batch_id, diag.last_good_batch_id
+    if c is None:
+        return ["(c) nothing to recover: no batch was committed yet"]
+    lines = []
+    broken_state = g != c
+    if not broken_state:
+        lines.append("(c) nothing in the committed state is broken: restart the query as it is"
+                     + (f" (Spark re-runs batch {diag.in_flight[0]}, which was in flight)"
+                        if diag.in_flight else ""))
+    if broken_state and (g is not None or diag.can_replay_from_start):
+        if g is None:
+            lines.append("(a) roll back to before batch 0: the query re-runs every batch from the "
+                         "offsets its sources start from (their sources/ entries are kept). Safe "
+                         "only when the sources still hold all input since the query started.")
+        else:
+            rerun = f"batches {g + 1}..{c}" if g + 1 < c else f"batch {c}"
+            lines.append(f"(a) roll back to batch {g}: the query re-reads the input of {rerun} "
+                         f"from its sources, starting after these offsets (offsets/{g}):")
+            lines += source_offsets_lines(diag.offsets_after.get(g, []))
+            lines.append("    Safe when the sources still hold that input (Kafka: retention covers "
+                         "those offsets). Sinks see those batches again: fine for idempotent sinks "
+                         "(file sink, Delta, foreachBatch keyed on the batch id).")
+    if broken_state:
+        lines.append(f"(b) start a new checkpoint: no input is skipped if the new query starts "
+                     f"after the last committed batch {c} (offsets/{c}):")
+        lines += source_offsets_lines(diag.offsets_after.get(c, []))
+        lines.append("    The new query's state starts empty: aggregates, deduplication and "
+                     "join buffers forget everything before it.")
+    return lines
+
+
+# -- the summary -----------------------------------------------------------------------------------
+def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> None:
+    """The runbook's keys and findings in the run summary."""
+    summary.details.update({
+        "last_committed_batch_id": diag.last_committed_batch_id,
+        "last_good_batch_id": diag.last_good_batch_id,
+        "broken": diag.broken(),
+        "plan": plan.summary(),
+        "applied": bool(outcome and outcome.applied),
+        "backup_dir": outcome.backup_dir if outcome and outcome.applied else None,
+        "journal_path": outcome.journal_path if outcome and outcome.applied else None,
+        "loads": diag.loads,
+    })
+    if diag.state_does_not_load:
+        summary.add_finding("critical", "state_does_not_load", diag.verdict())
+    elif diag.reader_limits:
+        summary.add_finding("warning", "state_unreadable_by_reader", diag.verdict())
+    elif diag.nothing_broken:
+        summary.add_finding("info", "nothing_broken", diag.verdict())
+    else:
+        summary.add_finding("warning" if any(not p.problem.startswith("offsets entry without")
+                                             for p in diag.problems) else "info",
+                            "broken_files", diag.verdict())
+    if outcome and outcome.refused:
+        summary.add_finding("warning", f"{outcome.mode}_refused", outcome.refused)
+    if outcome and outcome.applied:
+        summary.add_finding("info", f"{outcome.mode}_applied",
+                            f"{outcome.mode} applied; journal {outcome.journal_path}")
+        if outcome.verified is False:
+            summary.add_finding("critical", f"{outcome.mode}_not_verified",
+                                "; ".join(outcome.lines[-2:]))

@@ -1,0 +1,136 @@
+"""Rows per partition now and after a repartition, and a checksum of every state row, from one
+scan per unit of the operator model.
+
+Spark places a state row in partition ``pmod(murmur3 hash of the partitioning key, n)`` (the
+``hash`` SQL function is that hash). Which part of the store's key is the partitioning key differs
+by store: the whole key (aggregations, deduplication, a join's ``keyToNumValues``), or the key
+without its last field (a join's ``keyWithIndexToValue`` adds the value's index; a session window
+adds the session). Nothing is assumed: each rule is checked against every row's ``partition_id``
+now, and the forecast uses the rule that places every row where it is; when none does, there is no
+forecast for that unit, and it says so.
+
+The row checksum (count, and the sums of two 64-bit hashes of every key and value) is computed in
+Spark, so the driver never holds the state rows; the verification after a repartition compares it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from state_runbooks.common.errors import spark_errors
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.operators import state_units
+from state_runbooks.core.state_reader import per_core_tasks, read_unit
+
+RULES = ("key", "key without its last field")
+
+
+@dataclass
+class UnitScan:
+    """One unit (store) at one batch."""
+    label: str
+    rows: int
+    checksum: tuple[str, str]  # sums of xxhash64 and of murmur3 over every row (key, value)
+    per_partition: list[int]  # rows in each of the n partitions it was scanned on
+    rule: str | None = None  # the placement rule every row follows, None: none found
+    after: list[int] | None = None  # rows per partition on the new count, by that rule
+    misplaced: dict = field(default_factory=dict)  # rule -> rows it does not place where they are
+
+    @property
+    def skew(self) -> float | None:
+        return _skew(self.per_partition)
+
+    @property
+    def skew_after(self) -> float | None:
+        return _skew(self.after) if self.after else None
+
+
+def _skew(counts: list[int]) -> float | None:
+    """Largest partition over the mean partition (1.0: perfectly even)."""
+    total = sum(counts)
+    return max(counts) / (total / len(counts)) if counts and total else None
+
+
+def _rule_hashes(df):
+    """Hash columns of each placement rule that applies to the unit's key, by rule."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    if "key" not in df.columns or not isinstance(df.schema["key"].dataType, T.StructType):
+        return {}
+    fields = df.schema["key"].dataType.fields
+    rules = {RULES[0]: F.hash(F.col("key"))}
+    if len(fields) > 1:
+        # Key fields can share a name (grouping expressions all become _groupingexpression): a
+        # cast renames them by position, which the hash ignores (it hashes values in order).
+        named = T.StructType([T.StructField(f"f{i}", f.dataType, f.nullable)
+                              for i, f in enumerate(fields)])
+        key = F.col("key").cast(named)
+        rules[RULES[1]] = F.hash(F.struct(*[key[f"f{i}"] for i in range(len(fields) - 1)]))
+    return rules
+
+
+def scan_unit(ckpt: Checkpoint, unit, batch_id: int, num_partitions: int,
+              new_partitions: int | None = None, committed_now: bool = False) -> UnitScan:
+    """Rows per partition (on ``num_partitions``), the placement rule and the checksum; with
+    ``new_partitions``, the rows per partition that rule gives on that count. One Spark job:
+    grouping sets by partition now and by each rule's partition on the new count.
+
+    ``committed_now``: ``batch_id`` is the batch this session's repartition has just committed,
+    read as asked instead of checked against the retained range ``ckpt`` listed before (checking
+    it would list the whole state tree again)."""
+    from pyspark.sql import functions as F
+    df = (read_unit(ckpt, unit, options={"batchId": batch_id}) if committed_now
+          else read_unit(ckpt, unit, batch_id))
+    values = [c for c in df.columns if c != "partition_id"]
+    rules = _rule_hashes(df)
+    pid = F.col("partition_id")
+    hashed = per_core_tasks(ckpt.spark, df).select(
+        pid, F.xxhash64(*values).cast("decimal(20,0)").alias("h1"),
+        F.hash(*values).cast("decimal(20,0)").alias("h2"),
+        *[(F.pmod(h, F.lit(num_partitions)) != pid).cast("int").alias(f"m{i}")
+          for i, h in enumerate(rules.values())],
+        *[F.pmod(h, F.lit(new_partitions or 1)).alias(f"n{i}") for i, h in enumerate(rules.values())])
+    sets = [["partition_id"]] + ([[f"n{i}"] for i in range(len(rules))] if new_partitions else [])
+    aggs = [F.count(F.lit(1)).alias("rows"), F.sum("h1").alias("h1"), F.sum("h2").alias("h2"),
+            *[F.sum(f"m{i}").alias(f"m{i}") for i in range(len(rules))]]
+    with spark_errors(f"scanning {unit.label} at batch {batch_id}"):
+        rows = (hashed.groupingSets(sets, *[c for group in sets for c in group])
+                .agg(F.grouping_id().alias("set"), *aggs).collect())
+    grouped = [c for group in sets for c in group]
+    now = [r for r in rows if r["partition_id"] is not None or r["set"] == _set_id(grouped, 0)]
+    per_partition = [0] * num_partitions
+    h1 = h2 = 0
+    misplaced = dict.fromkeys(rules, 0)
+    for r in now:
+        if 0 <= r.partition_id < num_partitions:  # a row beyond them is misplaced by any rule
+            per_partition[r.partition_id] = r.rows
+        h1, h2 = h1 + int(r.h1 or 0), h2 + int(r.h2 or 0)
+        for i, name in enumerate(rules):
+            misplaced[name] += r[f"m{i}"] or 0
+    total = sum(r.rows for r in now)
+    scan = UnitScan(unit.label, total, (str(h1), str(h2)), per_partition, misplaced=misplaced)
+    scan.rule = next((name for name in rules if total and misplaced[name] == 0), None)
+    if scan.rule and new_partitions:
+        i = list(rules).index(scan.rule)
+        counts = {r[f"n{i}"]: r.rows for r in rows if r["set"] == _set_id(grouped, i + 1)}
+        scan.after = [counts.get(p, 0) for p in range(new_partitions)]
+    return scan
+
+
+def _set_id(grouped: list[str], index: int) -> int:
+    """Spark's grouping_id of the grouping set that groups by ``grouped[index]`` alone: a bit per
+    grouping column, set where the column is not grouped, the first column the highest bit."""
+    width = len(grouped)
+    return (2 ** width - 1) ^ (1 << (width - 1 - index))
+
+
+def scan_state(ckpt: Checkpoint, batch_id: int, num_partitions: int,
+               new_partitions: int | None = None, committed_now: bool = False) -> list[UnitScan]:
+    """:func:`scan_unit` for every unit of the checkpoint, in operator order."""
+    return [scan_unit(ckpt, unit, batch_id, num_partitions, new_partitions, committed_now)
+            for unit in state_units(ckpt)]
+
+
+def rows_equal(a: list[UnitScan], b: list[UnitScan]) -> bool:
+    """Whether two scans hold the same units with the same rows (count and checksums), wherever
+    the rows sit: the state of two checkpoints, or of one before and after a repartition."""
+    return [(s.label, s.rows, s.checksum) for s in a] == [(s.label, s.rows, s.checksum) for s in b]

@@ -1,0 +1,114 @@
+"""The command line, installed as ``state-runbooks`` (also ``python -m state_runbooks``)::
+
+    state-runbooks demo [--out out/]             # every runbook on its demo: .ipynb, .html, .json
+    state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
+    state-runbooks run 03_inspect_state --demo   # on the demo (a run names its checkpoint otherwise)
+    state-runbooks install-kernel-config         # the kernel: JVM output out of cells, quick exit
+    state-runbooks golden [03_inspect_state]     # refresh the outputs nbval compares
+    state-runbooks connect-server [--port 15002] # a local Spark Connect server, until Ctrl-C
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import signal
+import sys
+
+from .headless import report, run_in_child
+from .notebooks import (
+    install_kernel_config,
+    refresh_golden,
+    repo_notebooks_dir,
+    resolve_notebook,
+    runbook_notebooks,
+)
+
+
+def serve_connect(port: int, log: str) -> int:
+    """Start a Spark Connect server from the installed pyspark and keep it up until Ctrl-C, or
+    until this process is told to end (SIGTERM, SIGHUP): the server runs in a session of its own,
+    so it would otherwise outlive this process and keep the port."""
+    from state_runbooks.session.local_servers import start_connect_server
+
+    def interrupt(_signum, _frame):
+        raise KeyboardInterrupt
+
+    for ending in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(ending, interrupt)
+    pathlib.Path(log).parent.mkdir(parents=True, exist_ok=True)
+    print(f"starting a Spark Connect server on 127.0.0.1:{port} (log: {log}) ...", flush=True)
+    server = None
+    try:  # from here on, an ending signal (KeyboardInterrupt) still stops the server
+        server = start_connect_server(log, port)  # stops what it started if interrupted
+        print(f"ready: run a runbook with -p spark_master {server.url}   (Ctrl-C stops it)",
+              flush=True)
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if server is not None:
+            server.stop()
+    return 0
+
+
+def _parse_parameters(pairs: list[list[str]]) -> dict:
+    """``-p name value`` pairs; values parsed as YAML literals like papermill's CLI does."""
+    import yaml
+    return {name: yaml.safe_load(value) for name, value in pairs}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="state-runbooks", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run every runbook on its demo checkpoint")
+    demo.add_argument("--out", default="out", help="output folder (default: out)")
+    run = sub.add_parser("run", help="run one runbook")
+    run.add_argument("notebook", help="notebook name or path, e.g. 03_inspect_state")
+    run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                     metavar=("NAME", "VALUE"), help="a parameter, as with papermill -p")
+    run.add_argument("-f", "--parameters-file", help="a YAML file of parameters (runbooks/schedules)")
+    run.add_argument("--out", default="out", help="output folder (default: out)")
+    run.add_argument("--demo", action="store_true",
+                     help="with no checkpoint_path, run on the demo (without: refuse)")
+    sub.add_parser("install-kernel-config", help="install the kernel configuration: JVM output "
+                   "kept out of notebook cells, no wait for the JVM at shutdown")
+    golden = sub.add_parser("golden", help="refresh the outputs nbval compares (after a change)")
+    golden.add_argument("notebooks", nargs="*", help="notebook names; default: all")
+    server = sub.add_parser("connect-server", help="run a local Spark Connect server (Ctrl-C stops)")
+    server.add_argument("--port", type=int, default=15002, help="port on 127.0.0.1 (default 15002)")
+    server.add_argument("--log", default="out/connect-server.log", help="the server's log file")
+    args = parser.parse_args(argv)
+
+    if args.command == "connect-server":
+        return serve_connect(args.port, args.log)
+
+    if args.command == "install-kernel-config":
+        print(f"installed {install_kernel_config()}")
+        return 0
+    if args.command == "golden":
+        names = args.notebooks or [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
+        for name in names:
+            notebook = resolve_notebook(name)
+            print(f"{notebook.name}: {refresh_golden(notebook)} compared cells refreshed", flush=True)
+        return 0
+
+    out_dir = pathlib.Path(args.out)
+    if args.command == "run":
+        import yaml
+        parameters = {}
+        if args.parameters_file:
+            parameters.update(yaml.safe_load(pathlib.Path(args.parameters_file).read_text()) or {})
+        parameters.update(_parse_parameters(args.parameter))
+        targets, demo_wanted = [(resolve_notebook(args.notebook), parameters)], args.demo
+    else:
+        targets, demo_wanted = [(nb, {}) for nb in runbook_notebooks()], True
+
+    interactive = sys.stdout.isatty()
+    outcomes = [run_in_child(notebook, out_dir, parameters, demo_wanted, interactive)
+                for notebook, parameters in targets]
+    print(report(outcomes, out_dir))
+    return 1 if any(o.failure for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

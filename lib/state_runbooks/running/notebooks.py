@@ -1,0 +1,152 @@
+"""The runbook notebooks: find them, execute one with papermill, export it to HTML (nbconvert),
+refresh the outputs nbval compares, install the kernel configuration. The command line is
+:mod:`state_runbooks.running.cli`."""
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import sys
+from dataclasses import dataclass
+from importlib import resources
+
+from .results import read_records
+
+KERNEL_NAME = "python3"
+
+
+def repo_notebooks_dir() -> pathlib.Path:
+    """``notebooks/`` of the source tree this package is installed from (``pip install -e .``)."""
+    here = pathlib.Path(__file__).resolve()
+    for parent in here.parents:
+        candidate = parent / "notebooks"
+        if candidate.is_dir() and (parent / "pyproject.toml").exists():
+            return candidate
+    raise FileNotFoundError("notebooks/ not found: run from a clone installed with pip install -e .")
+
+
+def runbook_notebooks(notebooks_dir: pathlib.Path | None = None) -> list[pathlib.Path]:
+    """The runbooks, in order: ``NN_name.ipynb`` with NN >= 01 (00 is the template)."""
+    notebooks_dir = notebooks_dir or repo_notebooks_dir()
+    return sorted(p for p in notebooks_dir.glob("[0-9][0-9]_*.ipynb") if not p.name.startswith("00_"))
+
+
+def resolve_notebook(name: str, notebooks_dir: pathlib.Path | None = None) -> pathlib.Path:
+    path = pathlib.Path(name)
+    if path.suffix == ".ipynb" and path.exists():
+        return path
+    notebooks_dir = notebooks_dir or repo_notebooks_dir()
+    matches = sorted(notebooks_dir.glob(f"{path.stem}*.ipynb")) or sorted(
+        notebooks_dir.glob(f"*{path.stem}*.ipynb"))
+    if len(matches) != 1:
+        names = ", ".join(p.stem for p in sorted(notebooks_dir.glob("*.ipynb")))
+        raise SystemExit(f"error: notebook {name!r} matches {len(matches)} notebooks; "
+                         f"notebooks: {names}")
+    return matches[0]
+
+
+def summary_target(out_dir: pathlib.Path, stem: str, parameters: dict) -> str:
+    """Where a run's summary goes: ``summary_path`` if given, else ``<out>/<stem>.summary.json``."""
+    return parameters.get("summary_path") or str((out_dir / f"{stem}.summary.json").resolve())
+
+
+@dataclass
+class ExecutedNotebook:
+    notebook: pathlib.Path
+    summary_path: pathlib.Path | None
+    html_path: pathlib.Path | None
+
+    @property
+    def records(self) -> dict:
+        return read_records(self.notebook)
+
+    @property
+    def summary(self) -> dict | None:
+        if self.summary_path and self.summary_path.exists():
+            return json.loads(self.summary_path.read_text())
+        return self.records.get("summary")
+
+
+def execute(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict | None = None,
+            html: bool = True, write_summary: bool = True, name: str | None = None
+            ) -> ExecutedNotebook:
+    """Execute one notebook with papermill into ``out_dir``; write its summary JSON and HTML.
+
+    The executed notebook is written even when a cell fails, so a failed run can be read.
+    """
+    import papermill
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = name or notebook.stem
+    output = out_dir / f"{stem}.ipynb"
+    parameters = dict(parameters or {})
+    summary_path = None
+    if write_summary and "summary_path" not in parameters:
+        parameters["summary_path"] = summary_target(out_dir, stem, parameters)
+    if parameters.get("summary_path"):
+        summary_path = pathlib.Path(parameters["summary_path"])
+    try:
+        papermill.execute_notebook(str(notebook), str(output), parameters=parameters,
+                                   kernel_name=KERNEL_NAME, progress_bar=False,
+                                   cwd=str(notebook.parent), log_output=False)
+    finally:
+        html_path = export_html(output) if html and output.exists() else None
+    return ExecutedNotebook(output, summary_path, html_path)
+
+
+def export_html(notebook: pathlib.Path) -> pathlib.Path:
+    """An HTML report of an executed notebook, next to it (nbconvert)."""
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(str(notebook), as_version=4))
+    target = notebook.with_suffix(".html")
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def install_kernel_config(prefix: str | None = None) -> pathlib.Path:
+    """Copy ``ipython_kernel_config.py`` to ``<prefix>/etc/ipython/`` (prefix: this environment)."""
+    target_dir = pathlib.Path(prefix or sys.prefix) / "etc" / "ipython"
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / "ipython_kernel_config.py"
+    source = resources.files("state_runbooks") / "resources" / "ipython_kernel_config.py"
+    with resources.as_file(source) as src:
+        shutil.copyfile(src, target)
+    return target
+
+
+CHECK_TAG = "nbval-check-output"
+
+
+def refresh_golden(notebook: pathlib.Path) -> int:
+    """Re-execute a notebook on its demo and keep only the outputs nbval compares.
+
+    Cells tagged ``nbval-check-output`` get the new output and an execution count (nbval skips
+    cells without one); every other cell is stripped. Returns the number of compared cells.
+    """
+    import tempfile
+
+    import nbformat
+
+    with tempfile.TemporaryDirectory() as tmp:
+        executed = execute(notebook, pathlib.Path(tmp), html=False, write_summary=False)
+        ran = nbformat.read(str(executed.notebook), as_version=4)
+    source = nbformat.read(str(notebook), as_version=4)
+    ran_by_id = {c.get("id"): c for c in ran.cells}
+    checked = 0
+    for cell in source.cells:
+        if cell.cell_type != "code":
+            continue
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if CHECK_TAG in cell.metadata.get("tags", []):
+            checked += 1
+            fresh = ran_by_id[cell.get("id")]
+            cell.outputs = [o for o in fresh.outputs if o.get("output_type") != "display_data"]
+            cell.execution_count = checked
+        else:
+            cell.outputs, cell.execution_count = [], None
+    source.metadata.pop("papermill", None)
+    nbformat.write(source, str(notebook))
+    return checked

@@ -1,0 +1,166 @@
+"""The common start and end of every runbook notebook.
+
+``start_runbook`` turns the common parameters (``checkpoint_path``, ``spark_master``,
+``summary_path``, ``fail_on``) into a session, a validated checkpoint (the runbook's demo when no
+path is given) and an empty summary; ``RunbookContext.finish`` records and writes the summary and
+fails the run when its status reaches ``fail_on``.
+
+A run that stops before its verdict still leaves a summary: ``start_runbook`` first watches the
+notebook's cells (:func:`watch_for_errors`), and the first cell that raises writes the summary with
+status ``error``, the one-line message and the statement that raised.
+
+With no checkpoint a runbook builds its demo: that is what a person opening the notebook wants. A
+scheduled or command-line run must not inspect a demo by accident: ``state-runbooks run`` sets
+``STATE_RUNBOOKS_DEMO=refuse`` unless ``--demo`` is given (:func:`check_demo_wanted`), and schedule
+files ship with a ``<placeholder>`` that refuses until it is set (:func:`check_not_placeholder`).
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from state_runbooks.common.errors import RunbookError, RunbookFailed
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
+from state_runbooks.session.spark_session import get_spark
+
+from .results import Summary, check_fail_on, failing_step, finish, record_error
+
+DEMO_ENV = "STATE_RUNBOOKS_DEMO"  # "refuse": a run that names no checkpoint fails instead
+_PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
+
+
+def check_demo_wanted(runbook: str, target: str = "checkpoint_path") -> None:
+    """Refuse to build the demo in a run that asked not to (``STATE_RUNBOOKS_DEMO=refuse``)."""
+    if os.environ.get(DEMO_ENV) == "refuse":
+        raise RunbookError(f"{runbook}: no {target} given, and a scheduled or command-line run "
+                           f"builds no demo: set -p {target} ..., or pass --demo for the demo")
+
+
+def check_not_placeholder(name: str, value) -> None:
+    """Refuse a parameter still holding a schedule file's ``<placeholder>``."""
+    if isinstance(value, str) and _PLACEHOLDER.match(value):
+        raise RunbookError(f"{name} is still the placeholder {value.strip()}: set it in the "
+                           f"schedule file or with -p {name} ...")
+
+
+class _ErrorRecorder:
+    """A ``post_run_cell`` callback: the first cell error writes the summary with status error."""
+
+    def __init__(self, shell, summary: Summary, summary_path: str):
+        self.shell, self.summary, self.summary_path = shell, summary, summary_path
+        self.spark = None
+
+    def __call__(self, result) -> None:
+        exc = result.error_in_exec
+        if exc is None or isinstance(exc, RunbookFailed):  # RunbookFailed: finish() wrote it
+            return
+        step = failing_step(result.info.raw_cell, self._cell_line(exc))
+        try:
+            record_error(self.summary, exc, step, self.summary_path, self.spark)
+        except Exception as write_error:  # noqa: BLE001 - the cell's own error matters more
+            print(f"the error summary could not be written: {write_error}")
+
+    def _cell_line(self, exc: BaseException) -> int | None:
+        """The line of the cell that raised: the traceback's frame running in the notebook's
+        namespace (library frames come after it)."""
+        line, tb = None, exc.__traceback__
+        while tb is not None:
+            frame = tb.tb_frame
+            if frame.f_code.co_name == "<module>" and frame.f_globals is self.shell.user_ns:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        return line
+
+
+_recorder: _ErrorRecorder | None = None
+
+
+def watch_for_errors(summary: Summary, summary_path: str) -> _ErrorRecorder | None:
+    """In a notebook kernel: from now on, a cell that raises writes ``summary`` with status error.
+    Running the start again (Jupyter) replaces the previous watch. Outside IPython: nothing."""
+    global _recorder
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None:
+        return None
+    if _recorder is not None and _recorder in shell.events.callbacks["post_run_cell"]:
+        shell.events.unregister("post_run_cell", _recorder)
+    _recorder = _ErrorRecorder(shell, summary, summary_path)
+    shell.events.register("post_run_cell", _recorder)
+    return _recorder
+
+
+@dataclass
+class RunContext:
+    """What every runbook run holds: its session and its summary, and how it ends."""
+    name: str
+    spark: object
+    summary: Summary
+    summary_path: str
+    fail_on: str
+
+    def finish(self) -> dict:
+        """Record and write the summary; fail the run when its status reaches ``fail_on``."""
+        return finish(self.summary, self.summary_path, self.fail_on, self.spark)
+
+
+def begin_run(name: str, spark_master: str = "", summary_path: str = "", fail_on: str = "never",
+              checkpoint_path: str = "", placeholders: dict | None = None,
+              checks=None) -> tuple[Summary, object]:
+    """The first steps of every runbook: from here on a cell that raises writes the summary;
+    ``fail_on``, the parameters a schedule file leaves as ``<placeholder>`` and the runbook's own
+    ``checks`` (a callable, run before Spark starts) are checked; then Spark is started.
+    Returns the empty summary and the session."""
+    summary = Summary(runbook=name, checkpoint_path=checkpoint_path, spark_version=None)
+    recorder = watch_for_errors(summary, summary_path)
+    check_fail_on(fail_on)
+    for parameter, value in {"checkpoint_path": checkpoint_path, **(placeholders or {})}.items():
+        check_not_placeholder(parameter, value)
+    if checks is not None:
+        checks()
+    spark = get_spark(spark_master)
+    summary.spark_version = spark.version
+    if recorder is not None:
+        recorder.spark = spark  # summaries to file system URIs are written through the session
+    return summary, spark
+
+
+@dataclass
+class RunbookContext(RunContext):
+    """A run on one checkpoint: the one given, or the runbook's demo."""
+    checkpoint: Checkpoint
+    demo: DemoRun | None
+
+    @property
+    def is_demo(self) -> bool:
+        return self.demo is not None
+
+    def describe(self) -> str:
+        """One line saying what this run works on."""
+        ckpt = self.checkpoint
+        origin = (f"demo checkpoint ({self.demo.workload}, {self.demo.batches} batches, "
+                  f"{self.demo.provider})" if self.demo else "checkpoint")
+        return (f"{self.name} on {origin} {ckpt.root}: query {ckpt.query_id}, "
+                f"last committed batch {ckpt.last_committed_batch_id}, "
+                f"provider {ckpt.provider_kind}, Spark {self.spark.version}")
+
+
+def start_runbook(name: str, checkpoint_path: str = "", spark_master: str = "",
+                  summary_path: str = "", fail_on: str = "never", demo: dict | None = None,
+                  require_state: bool = True) -> RunbookContext:
+    """Validate the common parameters, get Spark, open the checkpoint (or build the demo)."""
+    summary, spark = begin_run(
+        name, spark_master, summary_path, fail_on, checkpoint_path,
+        checks=None if checkpoint_path else (lambda: check_demo_wanted(name)))
+    demo_run = None
+    if not checkpoint_path:
+        demo_run = build_demo_checkpoint(spark, **(demo or {}))
+        checkpoint_path = demo_run.checkpoint_path
+    ckpt = Checkpoint(spark, checkpoint_path, require_state=require_state)
+    summary.checkpoint_path = ckpt.root
+    return RunbookContext(name, spark, summary, summary_path, fail_on, ckpt, demo_run)

@@ -1,0 +1,2 @@
+"""Changing a checkpoint so that nothing is lost: refuse an active query, back up, move never
+delete, journal, undo byte for byte. Every runbook that changes a checkpoint goes through here."""

@@ -1,0 +1,81 @@
+"""Whether a query still writes to the checkpoint: its logs' times against its own trigger
+interval, and the active queries of this session. Rollback and undo refuse an active-looking
+checkpoint unless forced.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from state_runbooks.core.checkpoint import Checkpoint
+
+QUIET_MINUTES = 5  # offsets or commits written more recently than this: the query looks active
+
+
+# -- activity --------------------------------------------------------------------------------------
+@dataclass
+class Activity:
+    reasons: list[str]
+    seen: str = ""  # what the guard looked at, active or not
+
+    @property
+    def looks_active(self) -> bool:
+        return bool(self.reasons)
+
+
+LOG_FOLDERS = ("offsets/", "commits/")  # what every batch of a running query writes first
+
+
+def log_files(ckpt: Checkpoint) -> dict:
+    """The files of the offsets and commits logs as stored (raw: sidecars included), by path."""
+    raw = ckpt.fs.raw()
+    return {rel: e for folder in LOG_FOLDERS for rel, e in raw.walk(folder.rstrip("/")).items()}
+
+
+TRIGGER_INTERVALS_QUIET = 3  # quiet for this many of the query's own trigger intervals: stopped
+_RECENT_BATCHES = 10  # batches whose timestamps give the query's trigger interval
+
+
+def trigger_interval_ms(ckpt: Checkpoint) -> int | None:
+    """The query's usual time between batches: the median gap between the batch timestamps of
+    its last offsets entries (None with fewer than two batches)."""
+    ids = ckpt.offset_batch_ids[-_RECENT_BATCHES:]
+    stamps = [ckpt.offsets(b).timestamp_ms for b in ids]
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
+    return gaps[len(gaps) // 2] if gaps else None
+
+
+def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
+                   now_ms: int | None = None) -> Activity:
+    """Signs that a query is still writing to the checkpoint: an offsets or commits entry written
+    more recently than ``quiet_minutes`` or than ``TRIGGER_INTERVALS_QUIET`` of the query's own
+    trigger intervals (from its batch timestamps), whichever is longer, or an active query of
+    this session on it."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    reasons = []
+    newest = None
+    for rel, entry in log_files(ckpt).items():
+        if entry.name.rsplit("/", 1)[-1].isdigit() and (newest is None
+                                                        or entry.modified_ms > newest[1]):
+            newest = (rel, entry.modified_ms)
+    interval = trigger_interval_ms(ckpt)
+    window_ms = max(quiet_minutes * 60_000, TRIGGER_INTERVALS_QUIET * (interval or 0))
+    why = (f"{TRIGGER_INTERVALS_QUIET} x the query's trigger interval of about "
+           f"{interval / 1000:.0f} s (offsets' batch timestamps)"
+           if interval and TRIGGER_INTERVALS_QUIET * interval > quiet_minutes * 60_000
+           else f"{quiet_minutes:g} minutes")
+    seen = (f"newest log entry {newest[0]}, written {(now_ms - newest[1]) / 1000:.0f} s ago; "
+            f"quiet means nothing written for {window_ms / 1000:.0f} s ({why})" if newest
+            else "no offsets or commits entry")
+    if newest and now_ms - newest[1] < window_ms:
+        reasons.append(f"{newest[0]} was written {(now_ms - newest[1]) / 1000:.0f} s ago (less "
+                       f"than {why})")
+    for query in ckpt.spark.streams.active:
+        try:
+            location = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
+        except Exception:  # noqa: BLE001 - not every wrapper exposes it
+            location = ""
+        if str(query.id) == ckpt.query_id or location.rstrip("/") in (ckpt.root, ckpt.fs.uri()):
+            reasons.append(f"query {query.name or query.id} is active in this Spark session on "
+                           "this checkpoint")
+    return Activity(reasons, seen)

@@ -1,0 +1,104 @@
+"""Demo checkpoints: exactly N batches, deterministic, continuable, with clear errors."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.state_reader import read_state
+from state_runbooks.demos.checkpoints import (
+    DEMO_FOLDER_MARKER,
+    DEMO_FOLDER_PREFIX,
+    build_demo_checkpoint,
+    remove_orphaned_demo_folders,
+    run_demo_batches,
+)
+
+
+def _rows(spark, path, operator_id=0, store="default"):
+    ckpt = Checkpoint(spark, path)
+    return sorted(map(str, read_state(ckpt, operator_id, store).collect()))
+
+
+def test_same_demo_gives_the_same_state(spark, demo_factory, tmp_path):
+    first = demo_factory("window_agg")
+    second = build_demo_checkpoint(spark, "window_agg", str(tmp_path / "again"), batches=4)
+    assert _rows(spark, first.checkpoint_path) == _rows(spark, second.checkpoint_path)
+
+
+def test_continuing_adds_exactly_the_asked_batches(spark, demo_factory, copy_checkpoint):
+    path = copy_checkpoint(demo_factory("dedup").checkpoint_path)
+    progress = run_demo_batches(spark, "dedup", path, 2)
+    assert [p["batchId"] for p in progress] == [4, 5]
+    assert Checkpoint(spark, path).commit_batch_ids == list(range(6))
+
+
+def test_join_demo_builds_the_mismatch_cases(spark, demo_factory):
+    ckpt = Checkpoint(spark, demo_factory("join").checkpoint_path)
+    right = {r.key.field0 for r in read_state(ckpt, 0, "right-keyWithIndexToValue").collect()}
+    assert any(k.startswith("missing-") for k in right)  # payments for orders that do not exist
+
+
+@pytest.mark.parametrize("kwargs,message", [
+    ({"workload": "sessions"}, "demo workload 'sessions' is not known"),
+    ({"provider": "memory"}, "provider 'memory' is not known"),
+    ({"batches": 0}, "batches must be at least 1"),
+])
+def test_bad_demo_arguments(spark, tmp_path, kwargs, message):
+    with pytest.raises(RunbookError, match=message):
+        build_demo_checkpoint(spark, checkpoint_path=str(tmp_path / "c"), **kwargs)
+
+
+# The operator each newer demo workload runs, as Spark's state-metadata names it.
+SHAPE_OPERATORS = {
+    "dedup_within_watermark": "dedupeWithinWatermark",
+    "join_v3": "symmetricHashJoin",
+    "session_window": "sessionWindowStateStoreSaveExec",
+    "pandas_with_state": "applyInPandasWithState",
+    "transform_with_state": "transformWithStateInPySparkExec",
+    "limit": "globalLimit",
+}
+
+
+@pytest.mark.parametrize("workload", sorted(SHAPE_OPERATORS))
+def test_shape_workloads_write_state_that_spark_describes(spark, shape_demo, workload):
+    run = shape_demo(workload)
+    rows = spark.read.format("state-metadata").load(run.checkpoint_path).collect()
+    assert {r.operatorName for r in rows} == {SHAPE_OPERATORS[workload]}
+    assert {r.maxBatchId for r in rows} == {2}
+    assert [p["batchId"] for p in run.progress] == [0, 1, 2]
+    assert run.last_state_operators[0]["numRowsTotal"] > 0
+
+
+# -- demo folders: removed with the process that made them, never anything else ---------------------
+def _demo_folder(parent, name, pid=None):
+    folder = parent / name
+    folder.mkdir()
+    if pid is not None:
+        (folder / DEMO_FOLDER_MARKER).write_text(f"{pid}\n")
+    return folder
+
+
+def test_orphaned_demo_folders_are_removed_and_nothing_else(tmp_path):
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)
+    dead_pid = int(ended.stdout)
+    orphan = _demo_folder(tmp_path, f"{DEMO_FOLDER_PREFIX}orphan", dead_pid)
+    in_use = _demo_folder(tmp_path, f"{DEMO_FOLDER_PREFIX}in-use", os.getpid())
+    unmarked = _demo_folder(tmp_path, f"{DEMO_FOLDER_PREFIX}unmarked")
+    other = _demo_folder(tmp_path, "someone-elses", dead_pid)
+    assert remove_orphaned_demo_folders(str(tmp_path)) == [str(orphan)]
+    assert not orphan.exists() and in_use.exists() and unmarked.exists() and other.exists()
+
+
+def test_a_demo_folder_goes_when_its_process_exits(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    made = subprocess.run([sys.executable, "-c", "from state_runbooks.demos.checkpoints import new_demo_path; "
+                           "print(new_demo_path('dedup'))"],
+                          capture_output=True, text=True, check=True, env=env).stdout.strip()
+    assert made.startswith(str(tmp_path / DEMO_FOLDER_PREFIX)) and made.endswith("/dedup")
+    assert list(tmp_path.iterdir()) == []

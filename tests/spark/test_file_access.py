@@ -1,0 +1,132 @@
+"""The two file access implementations give the same answers on real checkpoints.
+
+``HadoopFS`` (classic sessions, the JVM's FileSystem API) and ``ConnectFS`` (Spark Connect, DataFrame
+reads on the server) are compared file for file on demo checkpoints of every provider setup, and a
+``Checkpoint`` opened over Connect must see what the classic one sees.
+"""
+from __future__ import annotations
+
+import pytest
+
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import open_fs
+from state_runbooks.core.fs.connect import ConnectFS
+from state_runbooks.core.fs.hadoop import HadoopFS
+from state_runbooks.running.results import Summary, is_uri, write_summary
+
+PROVIDERS = ("hdfs", "rocksdb", "rocksdb_changelog")
+
+
+def _files(fs) -> dict:
+    return {rel: (e.size, e.modified_ms) for rel, e in fs.walk().items()}
+
+
+def test_open_fs_follows_the_session_kind(spark, on_connect, demo_factory):
+    root = demo_factory("dedup").checkpoint_path
+    assert isinstance(open_fs(spark, root), HadoopFS)
+    with on_connect() as connect_spark:
+        assert isinstance(open_fs(connect_spark, root), ConnectFS)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_connect_listing_and_reads_equal_the_jvm_ones(spark, on_connect, demo_factory, provider):
+    root = demo_factory("join", provider, batches=3).checkpoint_path
+    jvm = HadoopFS(spark, root)
+    with on_connect() as connect_spark:
+        connect = ConnectFS(connect_spark, root)
+        assert connect.root == jvm.root  # qualified the same way: file:/...
+        assert _files(connect) == _files(jvm)  # .crc sidecars are hidden by both
+        for rel in ("", "state", "state/0/1", "offsets/2", "metadata", "no/such", "state/9"):
+            assert (connect.exists(rel), connect.is_dir(rel)) == (jvm.exists(rel), jvm.is_dir(rel))
+        for rel in ("", "state/0", "state/0/1/left-keyToNumValues", "offsets"):
+            assert [(e.name, e.is_dir) for e in connect.list(rel)] == \
+                [(e.name, e.is_dir) for e in jvm.list(rel)]
+        some_state_file = next(r for r in _files(jvm) if r.startswith("state/") and ".delta" in r
+                               or r.endswith((".zip", ".changelog")))
+        for rel in ("offsets/1", "commits/2", "metadata", some_state_file):
+            assert connect.read_bytes(rel) == jvm.read_bytes(rel)
+            assert connect.sha256(rel) == jvm.sha256(rel)
+
+
+def test_connect_sees_the_hidden_state_schema_folder(spark, on_connect, tmp_path):
+    """Spark's own listing drops ``_stateSchema`` below a folder; the checkpoint needs it."""
+    jvm = HadoopFS(spark, str(tmp_path))
+    jvm.write_bytes("metadata", b'{"id":"x"}')
+    jvm.write_bytes("state/0/_stateSchema/0_abc.schema", b"schema")
+    jvm.write_bytes("state/0/0/1.delta", b"delta")
+    with on_connect() as connect_spark:
+        assert sorted(ConnectFS(connect_spark, str(tmp_path)).walk()) == [
+            "metadata", "state/0/0/1.delta", "state/0/_stateSchema/0_abc.schema"]
+
+
+def test_a_checkpoint_over_connect_equals_the_classic_one(spark, on_connect, demo_factory):
+    root = demo_factory("two_operators", "rocksdb_changelog").checkpoint_path
+    classic = Checkpoint(spark, root)
+    with on_connect() as connect_spark:
+        remote = Checkpoint(connect_spark, root)
+        assert remote.root == classic.root
+        assert remote.operators() == classic.operators()
+        assert remote.state_files() == classic.state_files()
+        assert remote.pinned_conf == classic.pinned_conf
+        assert remote.offset_batch_ids == classic.offset_batch_ids
+        assert remote.commit_batch_ids == classic.commit_batch_ids
+
+
+def test_connect_refuses_changes_outside_databricks_in_one_line(on_connect, demo_factory):
+    root = demo_factory("dedup").checkpoint_path
+    with on_connect() as connect_spark:
+        fs = ConnectFS(connect_spark, root)
+        assert not fs.can_modify
+        with pytest.raises(RunbookError, match="run this step on a classic session") as err:
+            fs.move_to("offsets/1", fs, "offsets/1.moved")
+        assert "\n" not in str(err.value)
+
+
+def test_bad_paths_over_connect_get_the_classic_messages(on_connect, demo_factory):
+    root = demo_factory("dedup").checkpoint_path
+    with on_connect() as connect_spark:
+        with pytest.raises(RunbookError, match="checkpoint path does not exist"):
+            Checkpoint(connect_spark, root + "/missing")
+        with pytest.raises(RunbookError, match="pass the checkpoint root instead"):
+            Checkpoint(connect_spark, root + "/state")
+
+
+@pytest.mark.parametrize("path,uri", [("s3a://b/x.json", True), ("dbfs:/x.json", True),
+                                      ("file:/x.json", True), ("/Volumes/c/s/v/x.json", False),
+                                      ("out/x.json", False), ("C:\\out\\x.json", False)])
+def test_summary_paths_are_told_apart(path, uri):
+    assert is_uri(path) is uri
+
+
+def test_a_dbfs_summary_goes_to_that_file_system_not_a_local_folder(spark, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    summary = Summary("inspect_state", "file:/x", spark.version)
+    with pytest.raises(RunbookError, match="no Hadoop file system for scheme 'dbfs'"):
+        write_summary(summary, "dbfs:/checkpoints/summary.json", spark)
+    assert not (tmp_path / "dbfs:").exists()
+
+
+def test_walk_lists_every_file_whatever_its_name(spark, tmp_path):
+    """The walk lists a level's folders in one call; names a glob would read as a pattern, in the
+    tree and in the root itself, are listed as they are, sizes and times as the OS has them."""
+    import os
+    root = tmp_path / "ckpt {a,b} [1]*"
+    names = ["offsets/0", "state/0/0/1.delta", "state/0/0/.1.delta.crc", "state/0/{x,y}/a b,c",
+             "state/0/[z]/?", "state/0/1/SSTs/000008-u.sst", "deep/1/2/3/4/5/6/7/f"]
+    for i, rel in enumerate(names):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(b"x" * i)
+    (root / "state/0/empty").mkdir()
+    on_disk = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            full = os.path.join(folder, name)
+            on_disk[os.path.relpath(full, root)] = (os.path.getsize(full),
+                                                    os.stat(full).st_mtime_ns // 1_000_000)
+    raw = HadoopFS(spark, str(root)).raw()
+    assert _files(raw) == on_disk and len(on_disk) == len(names)
+    assert _files(HadoopFS(spark, str(root / "state"))) == {
+        rel[len("state/"):]: v for rel, v in on_disk.items()
+        if rel.startswith("state/") and not rel.endswith(".crc")}
+    assert raw.walk("nowhere") == {}

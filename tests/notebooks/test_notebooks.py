@@ -174,6 +174,22 @@ def test_bad_checkpoint_path_fails_with_one_line_and_an_error_summary(
 
 @pytest.mark.slow
 @pytest.mark.notebook
+def test_parameters_take_their_declared_types_in_the_kernel(demo_factory, run_notebook, tmp_path):
+    """A scheduler's strings become the declared types at the common start; anything else stops
+    the run in one line naming the parameter, with an error summary."""
+    root = demo_factory("dedup").checkpoint_path
+    run_notebook("00_template", checkpoint_path=root, operator_id="0")
+    assert json.loads((tmp_path / "00_template.summary.json").read_text())["status"] == "ok"
+    with pytest.raises(papermill.PapermillExecutionError) as excinfo:
+        run_notebook("00_template", checkpoint_path=root, operator_id="first")
+    assert excinfo.value.evalue == ("operator_id='first' is not a number: pass e.g. "
+                                    "-p operator_id 1")
+    summary = json.loads((tmp_path / "00_template.summary.json").read_text())
+    assert summary["status"] == "error" and summary["error"]["message"] == excinfo.value.evalue
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
 def test_cli_run_that_fails_says_why_in_its_last_line_and_leaves_the_rest_in_its_log(tmp_path):
     # 05 checks its mode before its common start: the runner itself writes the error summary.
     out = tmp_path / "out"

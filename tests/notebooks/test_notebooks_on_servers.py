@@ -8,6 +8,7 @@ blank paths and ids, never figures.
 from __future__ import annotations
 
 import configparser
+import json
 import re
 import signal
 import socket
@@ -16,6 +17,7 @@ import sys
 import time
 
 import nbformat
+import papermill
 import pytest
 
 from state_runbooks.core.checkpoint import Checkpoint
@@ -138,11 +140,15 @@ def test_recover_over_connect_diagnoses_and_plans_as_classic_and_changes_nothing
     assert broken_file in [b["path"] for b in connect["broken"]]
     assert connect["plan"] == classic["plan"] and connect["plan"]["moves"]
 
-    # Applying needs file moves, which Spark Connect cannot make outside Databricks: one line.
-    refused = run_notebook("05_recover_corrupted_state", checkpoint_path=broken,
-                           spark_master=connect_server.url, mode="rollback", dry_run=False,
-                           force=True, summary_path=str(tmp_path / "apply.json")).summary
-    assert not refused["applied"]
+    # Applying needs file moves, which Spark Connect cannot make outside Databricks: one line,
+    # and the run fails (a scheduler must not read a refused change as done).
+    with pytest.raises(papermill.PapermillExecutionError) as failed:
+        run_notebook("05_recover_corrupted_state", checkpoint_path=broken,
+                     spark_master=connect_server.url, mode="rollback", dry_run=False,
+                     force=True, summary_path=str(tmp_path / "apply.json"))
+    assert failed.value.ename == "RunbookFailed" and "did not happen" in failed.value.evalue
+    refused = json.loads((tmp_path / "apply.json").read_text())
+    assert not refused["applied"] and refused["change_failed"].startswith("rollback refused")
     messages = [f["message"] for f in refused["findings"] if f["code"] == "rollback_refused"]
     assert len(messages) == 1 and "classic session" in messages[0] and "\n" not in messages[0]
     assert _tree_sha(broken) == before

@@ -52,9 +52,9 @@ def serve_connect(port: int, log: str) -> int:
 
 
 def _parse_parameters(pairs: list[list[str]]) -> dict:
-    """``-p name value`` pairs; values parsed as YAML literals like papermill's CLI does."""
-    import yaml
-    return {name: yaml.safe_load(value) for name, value in pairs}
+    """``-p name value`` pairs, values as given: the type each parameter declares decides what a
+    value means (``false`` for a bool, ``2024`` for a path), see :mod:`.parameters`."""
+    return dict(pairs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,17 +94,17 @@ def main(argv: list[str] | None = None) -> int:
 
     out_dir = pathlib.Path(args.out)
     if args.command == "run":
-        import yaml
-        parameters = {}
-        if args.parameters_file:
-            parameters.update(yaml.safe_load(pathlib.Path(args.parameters_file).read_text()) or {})
-        parameters.update(_parse_parameters(args.parameter))
-        targets, demo_wanted = [(resolve_notebook(args.notebook), parameters)], args.demo
+        # The parameters file is read, and every parameter checked, where a refusal still
+        # writes the run's summary (run_in_child).
+        targets = [(resolve_notebook(args.notebook), _parse_parameters(args.parameter))]
+        demo_wanted, parameters_file = args.demo, args.parameters_file or ""
     else:
-        targets, demo_wanted = [(nb, {}) for nb in runbook_notebooks()], True
+        targets = [(nb, {}) for nb in runbook_notebooks()]
+        demo_wanted, parameters_file = True, ""
 
     interactive = sys.stdout.isatty()
-    outcomes = [run_in_child(notebook, out_dir, parameters, demo_wanted, interactive)
+    outcomes = [run_in_child(notebook, out_dir, parameters, demo_wanted, interactive,
+                             parameters_file)
                 for notebook, parameters in targets]
     print(report(outcomes, out_dir))
     return 1 if any(o.failure for o in outcomes) else 0

@@ -26,6 +26,7 @@ from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.demos.checkpoints import remove_orphaned_demo_folders
 
 from .notebooks import execute, summary_target
+from .parameters import check_run_parameters, read_parameters_file
 from .results import Summary, failing_step, local_file, write_summary
 from .start import DEMO_ENV, check_not_placeholder
 
@@ -145,12 +146,16 @@ def _wait(proc: subprocess.Popen, name: str, executed: pathlib.Path, started: fl
 
 
 def run_in_child(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict,
-                 demo: bool, interactive: bool = False) -> RunOutcome:
+                 demo: bool, interactive: bool = False, parameters_file: str = "") -> RunOutcome:
     """Run one runbook in a child process, its output in ``<out>/logs/<notebook>.log``; print its
-    line. ``demo=False``: a run without a checkpoint refuses instead of building the demo."""
+    line. ``parameters`` override those of ``parameters_file``. ``demo=False``: a run without a
+    checkpoint refuses instead of building the demo."""
     started = time.time()
     summary_path = summary_target(out_dir, notebook.stem, parameters)
     try:
+        parameters = check_run_parameters(
+            notebook, {**read_parameters_file(parameters_file), **parameters})
+        summary_path = summary_target(out_dir, notebook.stem, parameters)
         for name, value in parameters.items():
             check_not_placeholder(name, value)
     except RunbookError as exc:  # refused before any process starts

@@ -74,6 +74,9 @@ class Summary:
     findings: list[Finding] = field(default_factory=list)
     details: dict = field(default_factory=dict)
     error: dict | None = None  # type, message, step: set when the run stopped before its verdict
+    # Set when the run was asked to change a checkpoint and the change did not happen as asked
+    # (refused, or not verified): the run then fails whatever fail_on says.
+    change_failed: str | None = None
 
     def set_error(self, error_type: str, message: str, step: str) -> None:
         """The run stopped with an error (its class name and one-line message) at ``step`` before
@@ -95,10 +98,12 @@ class Summary:
 
     def to_dict(self) -> dict:
         error = {"error": self.error} if self.error else {}
+        failed = {"change_failed": self.change_failed} if self.change_failed else {}
         return _jsonable({"runbook": self.runbook, "status": self.status,
                           "checkpoint_path": self.checkpoint_path,
                           "spark_version": self.spark_version,
-                          "findings": [f.__dict__ for f in self.findings], **error, **self.details})
+                          "findings": [f.__dict__ for f in self.findings], **error, **failed,
+                          **self.details})
 
 
 def check_fail_on(fail_on: str) -> str:
@@ -153,11 +158,15 @@ def write_summary(summary: Summary, path: str, spark=None) -> str:
 
 
 def finish(summary: Summary, summary_path: str = "", fail_on: str = "never", spark=None) -> dict:
-    """Record the summary, write it if asked, and fail the run if its status reaches ``fail_on``."""
+    """Record the summary, write it if asked, and fail the run if its status reaches ``fail_on``,
+    or if a change it was asked to make did not happen (a scheduler must not read it as done)."""
     data = summary.to_dict()
     record("summary", data)
     if summary_path:
         write_summary(summary, summary_path, spark)
+    if summary.change_failed:
+        raise RunbookFailed(f"{summary.runbook}: the change asked for did not happen: "
+                            f"{summary.change_failed}")
     if reaches(summary.status, fail_on):
         codes = ", ".join(f.code for f in summary.findings if f.severity != "info")
         raise RunbookFailed(f"{summary.runbook}: status {summary.status} reaches "

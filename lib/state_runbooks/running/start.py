@@ -25,6 +25,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.session.spark_session import get_spark
 
+from .parameters import check_notebook_parameters
 from .results import Summary, check_fail_on, failing_step, finish, record_error
 
 DEMO_ENV = "STATE_RUNBOOKS_DEMO"  # "refuse": a run that names no checkpoint fails instead
@@ -112,12 +113,16 @@ class RunContext:
 def begin_run(name: str, spark_master: str = "", summary_path: str = "", fail_on: str = "never",
               checkpoint_path: str = "", placeholders: dict | None = None,
               checks=None) -> tuple[Summary, object]:
-    """The first steps of every runbook: from here on a cell that raises writes the summary;
-    ``fail_on``, the parameters a schedule file leaves as ``<placeholder>`` and the runbook's own
-    ``checks`` (a callable, run before Spark starts) are checked; then Spark is started.
-    Returns the empty summary and the session."""
+    """The first steps of every runbook, then Spark is started.
+
+    From here on a cell that raises writes the summary. Every parameter is checked against the
+    type its parameters cell declares and turned into it (``-p force false`` is ``False``);
+    then ``fail_on``, the parameters a schedule file leaves as ``<placeholder>`` and the
+    runbook's own ``checks`` (a callable, run before Spark starts). Returns the empty summary
+    and the session."""
     summary = Summary(runbook=name, checkpoint_path=checkpoint_path, spark_version=None)
     recorder = watch_for_errors(summary, summary_path)
+    check_notebook_parameters()  # "false" from a scheduler becomes False, or the run stops here
     check_fail_on(fail_on)
     for parameter, value in {"checkpoint_path": checkpoint_path, **(placeholders or {})}.items():
         check_not_placeholder(parameter, value)

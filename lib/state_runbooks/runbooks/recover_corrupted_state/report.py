@@ -154,9 +154,12 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
                             "broken_files", diag.verdict())
     if outcome and outcome.refused:
         summary.add_finding("warning", f"{outcome.mode}_refused", outcome.refused)
+        if not outcome.dry_run:
+            summary.change_failed = f"{outcome.mode} refused: {outcome.refused}"
     if outcome and outcome.applied:
         summary.add_finding("info", f"{outcome.mode}_applied",
                             f"{outcome.mode} applied; journal {outcome.journal_path}")
         if outcome.verified is False:
             summary.add_finding("critical", f"{outcome.mode}_not_verified",
                                 "; ".join(outcome.lines[-2:]))
+            summary.change_failed = f"{outcome.mode} applied but not verified: see its journal"

@@ -125,11 +125,14 @@ def summarize(summary, checks: Checks, out: Outcome | None,
         code = "repartition_unavailable" if checks.spark_cannot and not undo else \
             f"{out.mode}_refused"
         summary.add_finding("warning", code, out.refused)
+        summary.change_failed = f"{out.mode} refused: {out.refused}"
     elif not checks.ok and not undo:
         summary.add_finding("info", "repartition_not_possible_now", checks.refusal())
     if undo and out.applied:
         summary.add_finding("info" if out.verified else "critical", "repartition_undone",
                             out.lines[-1])
+        if not out.verified:
+            summary.change_failed = f"undo not verified: {out.lines[-1]}"
     elif applied and out.verified:
         summary.add_finding("info", "repartition_applied",
                             f"state on {checks.num_partitions_after} partitions, rows equal; "
@@ -138,6 +141,8 @@ def summarize(summary, checks: Checks, out: Outcome | None,
         summary.add_finding("warning" if auto_undone else "critical", "repartition_not_verified",
                             "; ".join(line for line in out.lines if "NOT verified" in line)
                             + ("; undone on its own" if auto_undone else ""))
+        summary.change_failed = ("repartition not verified"
+                                 + ("; undone on its own" if auto_undone else ""))
     elif out and out.dry_run and checks.ok:
         summary.add_finding("info", "repartition_planned",
                             f"dry run: {checks.num_partitions_before} -> "

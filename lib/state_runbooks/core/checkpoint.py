@@ -16,6 +16,7 @@ State version = batch id + 1: the state written by batch 5 is version 6.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -31,8 +32,9 @@ from state_runbooks.common.runtime import (
     provider_kind,
 )
 
-from .fs import open_fs
+from .fs import open_fs, state_reader_root
 from .fs.base import FileEntry, is_checksum_file
+from .log_files import read_log as _read_log
 from .state_files import DEFAULT_STORE, STATE_FILE_PATTERN, StateFile  # noqa: F401 - part of this API
 
 _LOG_SUBFOLDERS = ("offsets", "commits", "sources", "state", "metadata")
@@ -124,6 +126,7 @@ class Checkpoint:
         self.root = self.fs.root
         self.state_metadata_error: str | None = None
         self._validate_root(require_state)
+        self.spark_root = state_reader_root(spark, self.fs)  # what Spark's state readers resolve
 
     # -- validation -----------------------------------------------------------------------------
     def _validate_root(self, require_state: bool) -> None:
@@ -133,6 +136,7 @@ class Checkpoint:
         if not fs.is_dir():
             raise RunbookError(f"{self.root} is a file; pass the checkpoint root folder (it holds "
                                "metadata, offsets/, commits/ and state/)")
+        fs.list()  # a folder this user may not read: permission denied, not "no checkpoint"
         looks_like_root = fs.exists("metadata") or fs.is_dir("offsets")
         if not looks_like_root:
             parent = self._checkpoint_above()
@@ -171,7 +175,7 @@ class Checkpoint:
     def query_id(self) -> str | None:
         if not self.fs.exists("metadata"):
             return None
-        return json.loads(self.fs.read_text("metadata")).get("id")
+        return _read_log(self, "metadata", 0)[1].get("id")
 
     @property
     def offset_batch_ids(self) -> list[int]:
@@ -191,9 +195,7 @@ class Checkpoint:
         if not self.fs.exists(rel):
             raise RunbookError(f"batch {batch_id} has no offsets entry in {self.root}; batches with "
                                f"offsets: {id_ranges(self.offset_batch_ids)}")
-        lines = self.fs.read_text(rel).splitlines()
-        meta = _parse_json_line(lines[1]) if len(lines) > 1 else {}
-        meta = meta if isinstance(meta, dict) else {}
+        lines, meta = _read_log(self, rel, 1)
         return OffsetEntry(batch_id=batch_id,
                            watermark_ms=int(meta.get("batchWatermarkMs", 0)),
                            timestamp_ms=int(meta.get("batchTimestampMs", 0)),
@@ -205,9 +207,7 @@ class Checkpoint:
         rel = f"commits/{batch_id}"
         if not self.fs.exists(rel):
             return None
-        lines = self.fs.read_text(rel).splitlines()
-        meta = _parse_json_line(lines[1]) if len(lines) > 1 else None
-        return int(meta.get("nextBatchWatermarkMs", 0)) if isinstance(meta, dict) else None
+        return int(_read_log(self, rel, 1)[1].get("nextBatchWatermarkMs", 0))
 
     def watermark(self, batch_id: int) -> tuple[int, str]:
         """The newest event-time watermark the logs record at ``batch_id`` and where: the one
@@ -224,8 +224,10 @@ class Checkpoint:
     def pinned_conf(self) -> dict:
         """The configuration pinned by the newest offsets entry. On restart Spark uses these values
         for the state store, whatever the session says."""
-        ids = self.offset_batch_ids
-        return self.offsets(ids[-1]).conf if ids else {}
+        for batch in reversed(self.offset_batch_ids):  # a damaged newest entry hides nothing:
+            with contextlib.suppress(RunbookError):  # every entry pins the same values
+                return self.offsets(batch).conf
+        return {}
 
     @property
     def provider_class(self) -> str:
@@ -294,7 +296,7 @@ class Checkpoint:
         ``state_metadata_error`` and the operators come from their files instead)."""
         try:
             with spark_errors(f"reading state-metadata of {self.root}"):
-                return self.spark.read.format("state-metadata").load(self.root).collect()
+                return self.spark.read.format("state-metadata").load(self.spark_root).collect()
         except RunbookError as exc:
             self.state_metadata_error = str(exc)
             return []

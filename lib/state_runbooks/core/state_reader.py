@@ -64,7 +64,7 @@ def read_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int = -1, options: di
         reader = reader.option(name, value)
     with spark_errors(f"reading state of operator {unit.operator_id} {unit.label} at batch "
                       f"{batch}"):
-        df = reader.load(ckpt.root)
+        df = reader.load(ckpt.spark_root)
         df.schema  # Spark Connect analyses lazily: a refused read fails here, not at load()
         return df
 
@@ -193,4 +193,4 @@ def change_feed(ckpt: Checkpoint, operator_id: int, options: dict, first_batch: 
                "changeEndBatchId": last_batch}
     for name, value in options.items():
         reader = reader.option(name, value)
-    return reader.load(ckpt.root)
+    return reader.load(ckpt.spark_root)

@@ -21,6 +21,12 @@ from state_runbooks.core.state_reader import read_unit
 
 FAULTS = ("truncate_latest", "garbage_latest", "delete_latest", "break_middle", "drop_partition",
           "drop_operator_metadata", "uncommitted_batch")
+# Damage to the logs and metadata files beside the state: "<file kind>:<damage>". A separate tuple,
+# so that the state faults above keep their own test matrix.
+LOG_FILE_KINDS = ("metadata", "offsets_latest", "commits_latest", "offsets_middle", "sources",
+                  "operator_metadata", "state_schema")
+LOG_DAMAGES = ("truncated", "garbage", "missing", "empty")
+LOG_FAULTS = tuple(f"{kind}:{damage}" for kind in LOG_FILE_KINDS for damage in LOG_DAMAGES)
 
 
 # -- demo helpers: faults, copies, comparisons -----------------------------------------------------
@@ -29,8 +35,12 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
 
     Removed files are moved to ``<checkpoint>.removed-by-fault/`` (nothing is deleted). The
     ``.crc`` sidecars are left as they were, as after a real corruption."""
+    if fault in LOG_FAULTS:
+        return inject_log_fault(ckpt, *fault.split(":"))
     if fault not in FAULTS:
-        raise RunbookError(f"fault {fault!r} is not known: use one of {', '.join(FAULTS)}")
+        raise RunbookError(f"fault {fault!r} is not known: use one of {', '.join(FAULTS)}, or "
+                           f"<file kind>:<damage> ({', '.join(LOG_FILE_KINDS)}; "
+                           f"{', '.join(LOG_DAMAGES)})")
     raw = ckpt.fs.raw()
     lost = open_fs(ckpt.spark, ckpt.root + ".removed-by-fault").raw()
     ops = [op.operator_id for op in ckpt.operators()]
@@ -67,6 +77,70 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
         raw.move_to(f"commits/{last}", lost, f"commits/{last}")
         if raw.exists(sidecar_of(f"commits/{last}")):
             raw.move_to(sidecar_of(f"commits/{last}"), lost, sidecar_of(f"commits/{last}"))
+    ckpt.refresh()
+    return target
+
+
+def log_fault_target(ckpt: Checkpoint, kind: str) -> str:
+    """The file a log fault of ``kind`` breaks (relative to the checkpoint root)."""
+    raw = ckpt.fs.raw()
+    if kind == "metadata":
+        return "metadata"
+    if kind in ("offsets_latest", "commits_latest", "offsets_middle"):
+        folder = kind.split("_")[0]
+        ids = ckpt.offset_batch_ids if folder == "offsets" else ckpt.commit_batch_ids
+        if not ids:
+            raise RunbookError(f"{ckpt.root} has no {folder} entry to break")
+        # the middle: older than the two newest entries, which a restart reads
+        return f"{folder}/{ids[-1] if kind.endswith('latest') else ids[(len(ids) - 1) // 2]}"
+    if kind == "sources":
+        if not raw.exists("sources/0/0"):
+            raise RunbookError(f"{ckpt.root} has no sources/0/0: its source keeps no log there "
+                               "(rate-micro-batch does not; a file source does)")
+        return "sources/0/0"
+    op = ckpt.operators()[-1].operator_id
+    if kind == "operator_metadata":
+        v2 = sorted((rel for rel in raw.walk(f"state/{op}/_metadata/v2")
+                     if not rel.rsplit("/", 1)[-1].startswith(".")),
+                    key=lambda rel: int(rel.rsplit("/", 1)[-1])) \
+            if raw.is_dir(f"state/{op}/_metadata/v2") else []
+        return v2[-1] if v2 else f"state/{op}/_metadata/metadata"
+    if kind == "state_schema":
+        schemas = sorted(rel for rel in raw.walk(f"state/{op}")
+                         if ("/_metadata/schema" in rel or "/_stateSchema/" in rel)
+                         and not rel.rsplit("/", 1)[-1].startswith("."))
+        if not schemas:
+            raise RunbookError(f"operator {op} of {ckpt.root} has no state schema file")
+        return schemas[0]
+    raise RunbookError(f"log file kind {kind!r} is not known: use one of "
+                       f"{', '.join(LOG_FILE_KINDS)}")
+
+
+def inject_log_fault(ckpt: Checkpoint, kind: str, damage: str) -> str:
+    """Damage one log or metadata file: cut it to half its bytes (``truncated``), overwrite it
+    with as many bytes of noise (``garbage``), move it to ``<checkpoint>.removed-by-fault/``
+    (``missing``) or empty it (``empty``). Its ``.crc`` sidecar stays as it was, as after a real
+    corruption (a missing file's sidecar goes with it, as after a lost write). Returns the path."""
+    if damage not in LOG_DAMAGES:
+        raise RunbookError(f"damage {damage!r} is not known: use one of {', '.join(LOG_DAMAGES)}")
+    target = log_fault_target(ckpt, kind)
+    raw = ckpt.fs.raw()
+    if damage == "missing":
+        lost = open_fs(ckpt.spark, ckpt.root + ".removed-by-fault").raw()
+        for rel in (target, sidecar_of(target)):
+            if raw.exists(rel):
+                raw.move_to(rel, lost, rel)
+    else:
+        data = raw.read_bytes(target)
+        if damage == "truncated":
+            data = data[: len(data) // 2]
+        elif damage == "garbage":
+            # Bytes that are neither JSON nor a version line, nor valid UTF-8 text.
+            noise = b"\xff\xfe" + hashlib.sha256(target.encode()).digest() * (len(data) // 32 + 1)
+            data = noise[: max(len(data), 8)]
+        else:
+            data = b""
+        raw.write_bytes(target, data, overwrite=True)
     ckpt.refresh()
     return target
 

@@ -146,11 +146,16 @@ class RunbookContext(RunContext):
         return self.demo is not None
 
     def describe(self) -> str:
-        """One line saying what this run works on."""
+        """One line saying what this run works on (a damaged ``metadata`` file is said, not
+        raised: diagnosing it is 05's job)."""
         ckpt = self.checkpoint
+        try:
+            query = ckpt.query_id
+        except RunbookError:
+            query = "unknown (its metadata file is damaged)"
         origin = (f"demo checkpoint ({self.demo.workload}, {self.demo.batches} batches, "
                   f"{self.demo.provider})" if self.demo else "checkpoint")
-        return (f"{self.name} on {origin} {ckpt.root}: query {ckpt.query_id}, "
+        return (f"{self.name} on {origin} {ckpt.root}: query {query}, "
                 f"last committed batch {ckpt.last_committed_batch_id}, "
                 f"provider {ckpt.provider_kind}, Spark {self.spark.version}")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 
 QUIET_MINUTES = 5  # offsets or commits written more recently than this: the query looks active
@@ -39,8 +40,12 @@ _RECENT_BATCHES = 10  # batches whose timestamps give the query's trigger interv
 def trigger_interval_ms(ckpt: Checkpoint) -> int | None:
     """The query's usual time between batches: the median gap between the batch timestamps of
     its last offsets entries (None with fewer than two batches)."""
-    ids = ckpt.offset_batch_ids[-_RECENT_BATCHES:]
-    stamps = [ckpt.offsets(b).timestamp_ms for b in ids]
+    stamps = []
+    for batch in ckpt.offset_batch_ids[-_RECENT_BATCHES:]:
+        try:
+            stamps.append(ckpt.offsets(batch).timestamp_ms)
+        except RunbookError:  # a damaged entry (05 names it) tells no time
+            continue
     gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
     return gaps[len(gaps) // 2] if gaps else None
 
@@ -75,7 +80,15 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
             location = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
         except Exception:  # noqa: BLE001 - not every wrapper exposes it
             location = ""
-        if str(query.id) == ckpt.query_id or location.rstrip("/") in (ckpt.root, ckpt.fs.uri()):
+        if str(query.id) == _query_id(ckpt) or location.rstrip("/") in (ckpt.root, ckpt.fs.uri()):
             reasons.append(f"query {query.name or query.id} is active in this Spark session on "
                            "this checkpoint")
     return Activity(reasons, seen)
+
+
+def _query_id(ckpt: Checkpoint) -> str | None:
+    """The checkpoint's query id; None when its ``metadata`` file is damaged (05 names it)."""
+    try:
+        return ckpt.query_id
+    except RunbookError:
+        return None

@@ -26,6 +26,8 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.fs.base import is_checksum_file, sidecar_of
 
+from .watch import GuardedMoves, Watch
+
 JOURNAL_NAME = "journal.json"
 # Files a restarted query may write again in place: backed up by every rollback so undo can restore
 # them (state files, offsets and commits are never rewritten in place by Spark).
@@ -51,6 +53,32 @@ class Outcome:
     journal_path: str | None = None
     lines: list[str] = field(default_factory=list)
     verified: bool | None = None
+    # The signs of a live writer that stopped the change halfway (what it had moved was put back:
+    # then ``refused`` says so too, and nothing is left changed; if putting back failed,
+    # ``applied`` and ``verified=False`` say that a partial change is left, see the journal).
+    stopped: str | None = None
+
+
+def stopped_outcome(out: Outcome, journal: dict) -> bool:
+    """Whether ``safekeep`` stopped at a live writer; then ``out`` says what happened (refused when
+    everything moved went back, applied and not verified when something did not)."""
+    stop = journal.get("stopped")
+    if not stop:
+        return False
+    out.stopped = stop["signs"]
+    moved = stop["moved_before"]
+    if stop["put_back"]:
+        out.refused = (f"stopped at the first sign of a live writer ({stop['signs']}): the "
+                       f"{moved} file(s) moved so far were put back, the same bytes; nothing is "
+                       "left changed. Stop the query and run again")
+        out.lines.append(f"refused: {out.refused}")
+    else:
+        out.applied, out.verified = True, False
+        out.lines.append(f"NOT verified: stopped at the first sign of a live writer "
+                         f"({stop['signs']}) after moving {moved} file(s), and not all of them "
+                         f"went back: a partial change is left; see {journal['backup_dir']}")
+    out.lines += stop["lines"]
+    return True
 
 
 # -- the checks before a change --------------------------------------------------------------------
@@ -143,10 +171,30 @@ def safekeep(ckpt: Checkpoint, backup, change: Change, inventory: dict, moves: l
         if backup.sha256(item["copy"]) != item["sha256"]:
             raise RunbookError(f"the backup copy of {item['path']} differs from the original: "
                                f"nothing was moved; see {uri}")
-    for item in journal["moves"]:  # 2. move (never delete)
-        raw.move_to(item["path"], backup, item["moved_to"])
+    # 2. move (never delete), each move after a check for a live writer since ``inventory``
+    mover = GuardedMoves(ckpt, inventory, backup, "stopped")
+    for item in journal["moves"]:
+        if not mover.move_out(item["path"], item["moved_to"]):
+            break
         item["moved"] = True
+    if journal["moves"] and not mover.stopped:
+        mover.finished()
+    if mover.stopped:
+        put_back, lines = mover.put_back()
+        journal["status"] = "stopped"
+        journal["stopped"] = {"signs": mover.stopped, "moved_before": len(mover.done),
+                              "put_back": put_back, "lines": lines,
+                              "checks": mover.watch.checks}
+        for item in journal["moves"]:
+            item["moved"] = item.get("moved", False) and not put_back
+        write_journal(backup, journal)
     return journal, uri
+
+
+def live_writer_signs(ckpt: Checkpoint, inventory: dict) -> list[str]:
+    """Signs that a query wrote to the checkpoint since ``inventory`` (a walk): the whole tree
+    listed again, compared file by file."""
+    return Watch(ckpt, inventory).all_signs()
 
 
 def unchanged_since(ckpt: Checkpoint, journal: dict) -> list[str]:
@@ -258,23 +306,29 @@ def undo(ckpt: Checkpoint, change: Change, journal_path: str, dry_run: bool, for
                     "displaced": [{"path": rel, "size": current[rel].size,
                                    "moved_to": f"{undo_dir}/displaced/{rel}"} for rel in displace]}
     write_journal(backup, undo_journal, f"{undo_dir}/{JOURNAL_NAME}")
+    status_before = journal.get("status")
     journal["status"] = "undo_started"
     journal.setdefault("undo_attempts", []).append(f"{undo_dir}/{JOURNAL_NAME}")
     write_journal(backup, journal)
+    # Each move after a check for a live writer since ``current``; stopped: put back, newest first.
+    mover = GuardedMoves(ckpt, current, backup, f"{undo_dir}/stopped")
     try:
-        for item in undo_journal["displaced"]:
-            raw.move_to(item["path"], backup, item["moved_to"])
-        for rel, item in moves.items():
-            if rel not in back:
-                _restore(raw, backup, item, from_moved=True)
-        for rel in restore_copies:
-            _restore(raw, backup, copies[rel], from_moved=False)
+        _undo_moves(mover, backup, undo_journal, moves, back, copies, restore_copies)
     except Exception as exc:  # noqa: BLE001 - a file system error of any kind stops it here
         raise RunbookError(
             f"undo stopped halfway: {first_line(exc)}. Files written since the {noun} are in "
             f"{backup.root}/{undo_dir}/displaced (listed in {undo_dir}/{JOURNAL_NAME}); the "
             f"moved files not yet back are in {backup.root}/moved. Fix the cause and run undo "
             f"again with journal_path={uri}: it resumes, keeping what is already back") from None
+    if mover.stopped:
+        put_back, lines = mover.put_back()
+        journal["status"] = status_before if put_back else "undo_started"
+        journal.setdefault("undo_stopped", []).append(
+            {"attempt": f"{undo_dir}/{JOURNAL_NAME}", "signs": mover.stopped,
+             "moved_before": len(mover.done), "put_back": put_back, "lines": lines})
+        write_journal(backup, journal)
+        stopped_outcome(out, {"backup_dir": backup.root, "stopped": journal["undo_stopped"][-1]})
+        return out
     after = raw.walk()
     same_files = {rel: e.size for rel, e in after.items()} == {
         rel: m["size"] for rel, m in manifest.items()}
@@ -294,16 +348,30 @@ def undo(ckpt: Checkpoint, change: Change, journal_path: str, dry_run: bool, for
     return out
 
 
-def _restore(raw, backup, item: dict, from_moved: bool) -> None:
+def _undo_moves(mover: GuardedMoves, backup, undo_journal: dict, moves: dict, back: set,
+               copies: dict, restore_copies: list[str]) -> None:
+    """The undo's moves in order, each checked first; returns early when the mover stopped."""
+    for item in undo_journal["displaced"]:
+        if not mover.move_out(item["path"], item["moved_to"]):
+            return
+    for rel, item in moves.items():
+        if rel not in back and not _restore(mover, backup, item, from_moved=True):
+            return
+    for rel in restore_copies:
+        if not _restore(mover, backup, copies[rel], from_moved=False):
+            return
+    mover.finished()
+
+
+def _restore(mover: GuardedMoves, backup, item: dict, from_moved: bool) -> bool:
     rel = item["path"]
-    if raw.exists(rel):
+    if mover.raw.exists(rel):
         raise RunbookError(f"cannot restore {rel}: a file is in the way (undo stopped; nothing "
                            "was deleted)")
     if from_moved and backup.exists(item["moved_to"]) and \
             backup.sha256(item["moved_to"]) == item["sha256"]:
-        backup.move_to(item["moved_to"], raw, rel)
-        return
-    backup.copy_to(item["copy"], raw, rel)
+        return mover.move_in(item["moved_to"], rel)
+    return mover.copy_in(item["copy"], rel)
 
 
 def is_metadata_file(rel: str) -> bool:

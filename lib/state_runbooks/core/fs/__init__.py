@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from state_runbooks.session.spark_session import is_connect
 
+from .aliases import state_reader_root  # noqa: F401 - the root Spark's state readers get
 from .base import CheckpointFS, FileEntry  # noqa: F401 - the interface
 from .hadoop import HadoopFS
 

@@ -21,10 +21,16 @@ from __future__ import annotations
 import posixpath
 import re
 
-from state_runbooks.common.errors import RunbookError, first_line, spark_errors
+from state_runbooks.common.errors import (
+    RunbookError,
+    first_line,
+    root_cause,
+    spark_errors,
+)
 from state_runbooks.session.spark_session import session_conf
 
 from .base import FileEntry
+from .causes import is_permission_error, missing_connector, permission_message
 
 # List on the driver: a checkpoint has a folder per partition, and past 32 folders Spark would
 # otherwise list them in a distributed job, which measured ~2x slower for 200 partitions.
@@ -45,7 +51,9 @@ def _dbutils(spark):
     except ImportError:
         pass
     try:
-        from pyspark.dbutils import DBUtils  # only on Databricks runtimes and Databricks Connect
+        from pyspark.dbutils import (
+            DBUtils,  # only on Databricks runtimes and Databricks Connect
+        )
         return DBUtils(spark)
     except Exception:  # noqa: BLE001 - not Databricks
         return None
@@ -91,6 +99,13 @@ class ConnectFS:
         except RunbookError as exc:
             if exc.error_class == "PATH_NOT_FOUND":
                 return None
+            text = f"{exc}\n{root_cause(exc.spark_error) or ''}"
+            cause = missing_connector(self._given, text)
+            if cause is None and is_permission_error(text):
+                cause = permission_message(path, None)
+            if cause is not None:
+                raise RunbookError(cause, spark_error=exc.spark_error,
+                                   error_class=exc.error_class) from None
             raise
         return {r.path: FileEntry(r.path, False, int(r.length), int(r.mtime)) for r in rows}
 
@@ -191,13 +206,13 @@ class ConnectFS:
         from pyspark.sql.connect import functions as F
         return self._content(rel, F.sha2(F.col("content"), 256))
 
-    def raw(self) -> "ConnectFS":
+    def raw(self) -> ConnectFS:
         """The same view: there is no checksum layer to step around here."""
         return self
 
     def verify_checksum(self, rel: str) -> None:
         """Nothing to verify: sidecars are invisible through Spark's listing."""
-        return None
+        return
 
     def verify_checksums(self, rels: list[str]) -> dict[str, str]:
         """Nothing to verify: sidecars are invisible through Spark's listing."""

@@ -6,12 +6,15 @@ cluster already has. Paths are given relative to a root folder (usually the chec
 """
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from state_runbooks.common.errors import RunbookError, first_line
+from state_runbooks.common.errors import RunbookError, first_line, root_cause
 
 from .base import FileEntry, is_checksum_file, sidecar_of  # noqa: F401 - used by callers too
+from .causes import is_permission_error, missing_connector, permission_message
 
 # Hadoop 3's FileStatus.toString(): "<class>{path=<uri>; isDirectory=<bool>[; length=<n>; ...];
 # modification_time=<ms>; ...}". Parsed by list() to list a folder in one JVM call.
@@ -34,15 +37,47 @@ class HadoopFS:
         try:
             self._fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
-            message = first_line(exc)
-            if "No FileSystem for scheme" in message:
-                scheme = root.split(":", 1)[0]
-                raise RunbookError(
-                    f"cannot open {root}: this Spark has no Hadoop file system for scheme "
-                    f"'{scheme}' (add its connector jar, e.g. hadoop-aws for s3a, to the cluster)"
-                ) from None
-            raise RunbookError(f"cannot open {root}: {message}") from None
+            raise RunbookError(self._cause(root, exc) or f"cannot open {root}: {first_line(exc)}",
+                               spark_error=exc) from None
         self.root = self._fs.makeQualified(path).toString().rstrip("/")
+
+    def _cause(self, path: str, exc: BaseException) -> str | None:
+        """The one line for a missing connector or a permission denied, else None."""
+        text = f"{first_line(exc)}\n{root_cause(exc) or ''}"
+        try:
+            version = str(self._jvm.org.apache.hadoop.util.VersionInfo.getVersion())
+        except Exception:  # noqa: BLE001 - no version: the message says <hadoop version>
+            version = None
+        missing = missing_connector(path, text, version)
+        if missing is not None:
+            return missing
+        if is_permission_error(text):
+            return permission_message(path, *self.users())
+        return None
+
+    def users(self) -> tuple[str | None, str | None]:
+        """Hadoop's current user (whom file systems check) and the JVM's ``user.name``."""
+        try:
+            hadoop = str(self._jvm.org.apache.hadoop.security.UserGroupInformation
+                         .getCurrentUser().getShortUserName())
+        except Exception:  # noqa: BLE001 - no Hadoop security classes: the JVM's user
+            hadoop = None
+        jvm = str(self._jvm.java.lang.System.getProperty("user.name"))
+        return hadoop or jvm, jvm
+
+    @contextlib.contextmanager
+    def _access(self, rel: str) -> Iterator[None]:
+        """Turn a permission denied (or a missing connector) while reading ``rel`` into its
+        one-line RunbookError; other errors pass unchanged."""
+        try:
+            yield
+        except RunbookError:
+            raise
+        except Exception as exc:
+            cause = self._cause(self.uri(rel), exc)
+            if cause is None:
+                raise
+            raise RunbookError(cause, spark_error=exc) from None
 
     # -- paths ----------------------------------------------------------------------------------
     def uri(self, rel: str = "") -> str:
@@ -73,8 +108,10 @@ class HadoopFS:
         path = self._path(rel)
         if not self._fs.exists(path):
             return []
+        with self._access(rel):
+            statuses = self._fs.listStatus(path)
         entries = [FileEntry(full.rstrip("/").rsplit("/", 1)[-1], is_dir, size, mtime)
-                   for full, is_dir, size, mtime in self._statuses(self._fs.listStatus(path))]
+                   for full, is_dir, size, mtime in self._statuses(statuses)]
         return sorted(entries, key=lambda e: e.name)
 
     def _statuses(self, statuses) -> list[tuple[str, bool, int, int]]:
@@ -93,7 +130,8 @@ class HadoopFS:
                  int(st.getModificationTime())) for st in statuses]
 
     def read_bytes(self, rel: str) -> bytes:
-        stream = self._fs.open(self._path(rel))
+        with self._access(rel):
+            stream = self._fs.open(self._path(rel))
         try:
             return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
         finally:
@@ -133,7 +171,7 @@ class HadoopFS:
             self._checksum_layer = bool(checksum_fs.isInstance(self._fs))
         return self._checksum_layer
 
-    def raw(self) -> "HadoopFS":
+    def raw(self) -> HadoopFS:
         """The same root without the checksum layer: ``.crc`` sidecars are listed, copied and moved
         as plain files, and reads never verify them (so a corrupt file can be hashed and backed
         up byte for byte). Other file systems have no such layer: the view is the same."""
@@ -198,10 +236,10 @@ class HadoopFS:
                     out[child] = FileEntry(child, False, entry.size, entry.modified_ms)
         return dict(sorted(out.items()))
 
-    def same_file_system(self, other: "HadoopFS") -> bool:
+    def same_file_system(self, other: HadoopFS) -> bool:
         return str(self._fs.getUri().toString()) == str(other._fs.getUri().toString())
 
-    def copy_to(self, src_rel: str, dst: "HadoopFS", dst_rel: str) -> None:
+    def copy_to(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> None:
         """Copy one file's bytes to ``dst`` (any file system); never overwrites."""
         target = dst._path(dst_rel)
         if dst._fs.exists(target):
@@ -213,7 +251,7 @@ class HadoopFS:
         if not copied:
             raise RunbookError(f"could not copy {self.uri(src_rel)} to {dst.uri(dst_rel)}")
 
-    def move_to(self, src_rel: str, dst: "HadoopFS", dst_rel: str) -> None:
+    def move_to(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> None:
         """Move a file or folder to a path under another root of the same file system (a rename:
         the bytes are not rewritten); the destination's parent is created. Never overwrites."""
         if not self.same_file_system(dst):

@@ -77,7 +77,7 @@ def demonstrate_wrong_class(spark, folder: str, wrong_class: str = WIDELY_PUBLIS
 def wrong_class_lines(demo: WrongClassDemo) -> list[str]:
     check = demo.check
     lines = [f"1. Checked before setting: {check.line()}",
-             f"2. Set anyway and started a stateful query: "
+             "2. Set anyway and started a stateful query: "
              + (f"failed at start with [{demo.start_error_class}], caused by "
                 f"{demo.start_root_cause}"
                 if demo.start_error_class else "it started (unexpected on this Spark)"),

@@ -23,9 +23,11 @@ from state_runbooks.safety.safekeeping import (
     files_to_keep,
     open_backup,
     safekeep,
+    stopped_outcome,
     stops_here,
     write_journal,
 )
+from state_runbooks.safety.watch import LOG_FOLDERS, differences, refuse_if
 
 from .plan import REPLAY_FROM_START, Plan, plan_lines
 
@@ -40,8 +42,14 @@ def default_backup_dir(ckpt: Checkpoint, now: float | None = None) -> str:
 
 
 def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str = "",
-             force: bool = False, quiet_minutes: float = QUIET_MINUTES) -> Outcome:
-    """Apply a plan: back up, move aside, journal, verify. A dry run only says what it would do."""
+             force: bool = False, quiet_minutes: float = QUIET_MINUTES,
+             diagnosed: dict | None = None) -> Outcome:
+    """Apply a plan: back up, move aside, journal, verify. A dry run only says what it would do.
+
+    Refused when the offsets or commits changed since the plan (a query ran: new entries after
+    the target, or planned ones gone), or since ``diagnosed`` (the listing the diagnosis took,
+    ``diag.inventory``) when given; each move is checked first for a live writer, and the first
+    sign of one stops the rollback and puts back what it moved (``Outcome.stopped``)."""
     out = Outcome("rollback", dry_run)
     if plan.target_batch_id is None or not plan.moves:
         out.lines.append(f"nothing to do: {plan.note}")
@@ -62,11 +70,17 @@ def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str
     backup = open_backup(ckpt, backup_dir)
     out.backup_dir = backup.root
     inventory = raw.walk()
+    out.refused = refuse_if(_not_in_plan(plan, inventory, diagnosed), "the diagnosis")
+    if out.refused:
+        out.lines.append(f"refused: {out.refused}")
+        return out
     moved, copies = files_to_keep(inventory, plan.moves)
     journal, out.journal_path = safekeep(
         ckpt, backup, ROLLBACK, inventory, moved, copies,
         {"action": f"rollback to batch {plan.target_batch_id}",
          "target_batch_id": plan.target_batch_id})
+    if stopped_outcome(out, journal):
+        return out
     if plan.target_batch_id == REPLAY_FROM_START and raw.is_dir("state"):
         left = raw.walk("state")
         if left:
@@ -87,12 +101,26 @@ def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str
     return out
 
 
+def _not_in_plan(plan: Plan, inventory: dict, diagnosed: dict | None) -> list[str]:
+    """How the logs differ from what the plan (and the diagnosis' listing) knew: entries after
+    the target that it does not move, planned entries that are gone."""
+    planned = {rel for rel in plan.moves if rel.startswith(("offsets/", "commits/"))}
+    now = {rel for rel in inventory if rel.startswith(("offsets/", "commits/"))
+           and rel.split("/", 1)[1].isdigit()}
+    signs = [f"{rel} appeared" for rel in sorted(now - planned)
+             if int(rel.split("/", 1)[1]) > plan.target_batch_id]
+    signs += [f"{rel} went away" for rel in sorted(planned - now)]
+    if diagnosed is not None:
+        signs += [s for s in differences(diagnosed, inventory, LOG_FOLDERS) if s not in signs]
+    return signs
+
+
 def _verify_rollback(ckpt: Checkpoint, target: int) -> dict:
     last = ckpt.last_committed_batch_id
     lines = []
     if target == REPLAY_FROM_START:
         ok = last is None and not ckpt.offset_batch_ids
-        lines.append(f"verified: no offsets and no commits left: the query starts from batch 0"
+        lines.append("verified: no offsets and no commits left: the query starts from batch 0"
                      if ok else f"NOT verified: the checkpoint still has commits up to {last}")
         return {"ok": ok, "last_committed_batch_id": last, "loads": None, "lines": lines}
     loads, why = load_batch(ckpt, target) if last == target else (False, "")

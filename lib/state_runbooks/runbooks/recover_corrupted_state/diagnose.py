@@ -21,7 +21,10 @@ from state_runbooks.core.state_loads import (
     load_unit,
     load_units,
 )
+from state_runbooks.safety.activity import QUIET_MINUTES, Activity, check_activity
+from state_runbooks.safety.watch import as_listed, in_progress
 
+from .log_damage import readable_offsets
 from .structure import INCREMENTAL_KINDS_SUFFIXES, Problem, Structure, store_folder
 
 
@@ -57,6 +60,17 @@ class Diagnosis:
     content_checked_by_spark: int = 0  # of those, by Spark's own load (through the checksum layer)
     # Every file as the diagnosis listed it (sidecars included): the plan works from the same list.
     inventory: dict = field(default_factory=dict, repr=False)
+    # The activity guard's answer, taken first. On an active checkpoint every pass judges the
+    # batches committed when its listing was taken, and a problem counts only when the next pass,
+    # on a new listing, finds it again: ``relisted`` names those the query changed meanwhile.
+    activity: Activity | None = None
+    passes: int = 1
+    relisted: list[str] = field(default_factory=list)
+    unconfirmed: bool = False  # active, and no two passes agreed: nothing is confirmed
+
+    @property
+    def active(self) -> bool:
+        return bool(self.activity and self.activity.looks_active)
 
     @property
     def last_committed_batch_id(self) -> int | None:
@@ -82,13 +96,34 @@ class Diagnosis:
         """Evidence that a restart cannot load the state of the last committed batch: Spark's
         store code failed on it, or a file its provider needs is missing or damaged."""
         c = self.last_committed_batch_id
-        return bool(self.operators) and c is not None and self.last_good_batch_id != c
+        return (bool(self.operators) and c is not None and self.last_good_batch_id != c
+                and not self.unconfirmed)
+
+    def activity_lines(self) -> list[str]:
+        """What the activity guard saw, first; on an active checkpoint, what was judged."""
+        if self.activity is None:
+            return []
+        if not self.active:
+            return [f"the query looks stopped ({self.activity.seen})"]
+        lines = ["the query looks active: " + "; ".join(self.activity.reasons),
+                 (f"judged: the batches committed when the diagnosis listed the checkpoint (up to "
+                  f"{self.last_committed_batch_id}), from that one listing; {self.passes} "
+                  "pass(es), each problem confirmed on a new listing")]
+        lines += [f"re-listed, changed by the query meanwhile (not reported): {r}"
+                  for r in self.relisted[:5]]
+        if self.unconfirmed:
+            lines.append("the query changed the files under every pass: nothing is confirmed")
+        return lines
 
     def broken(self) -> list[dict]:
         return [p.summary() for p in self.problems]
 
     def verdict(self) -> str:
         c, g = self.last_committed_batch_id, self.last_good_batch_id
+        if self.unconfirmed:
+            return (f"unknown: the query looks active and changed the files under each of "
+                    f"{self.passes} passes, so no problem was seen twice; run again when it is "
+                    "stopped (or quieter)")
         if c is None:
             return "no batch was committed yet: there is no state to recover"
         if not self.operators:
@@ -123,10 +158,62 @@ class Diagnosis:
 
 
 # -- diagnose --------------------------------------------------------------------------------------
-def diagnose(ckpt: Checkpoint) -> Diagnosis:
+MAX_PASSES = 3  # on an active checkpoint: a problem must show in two passes in a row
+
+
+def diagnose(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES) -> Diagnosis:
     """Structure, load test at the last committed batch, the last good batch by bisection, and
-    the file at fault of every unit that does not load."""
-    inventory = ckpt.inventory()  # one walk of the whole tree, newly taken
+    the file at fault of every unit that does not load.
+
+    The activity guard runs first. Each pass judges the checkpoint as one listing saw it (the
+    logs are listed before the state folders, so every file a committed batch needs is in it).
+    On an active checkpoint a problem is reported only when the next pass, on a new listing,
+    finds it again: a file the query's maintenance cleaned up or replaced meanwhile is re-listed,
+    not reported missing."""
+    activity = check_activity(ckpt, quiet_minutes)
+    diag = _diagnose_once(ckpt, activity.looks_active)
+    diag.activity = activity
+    if not activity.looks_active:
+        return diag
+    relisted: list[str] = []
+    passes, confirmed = 1, not _suspect(diag)
+    while not confirmed and passes < MAX_PASSES:
+        again = _diagnose_once(ckpt, True)
+        passes += 1
+        confirmed = _findings(again) == _findings(diag) or not _suspect(again)
+        seen = _findings(again)[0]
+        relisted += [f"{p.path}: {p.problem}" for p in diag.problems
+                     if not p.problem.startswith(IN_FLIGHT) and p.path not in seen]
+        diag = again
+    diag.activity, diag.passes, diag.relisted = activity, passes, relisted
+    diag.unconfirmed = not confirmed
+    if diag.unconfirmed:  # seen once each, never twice: not reported as problems
+        diag.relisted += [f"{p.path}: {p.problem} (not confirmed)" for p in diag.problems]
+        diag.problems = [p for p in diag.problems if p.problem.startswith(IN_FLIGHT)]
+    return diag
+
+
+IN_FLIGHT = "offsets entry without a commit"
+
+
+def _suspect(diag: Diagnosis) -> bool:
+    """Whether a pass found anything to confirm (a batch in flight is normal while running)."""
+    return (any(not p.problem.startswith(IN_FLIGHT) for p in diag.problems)
+            or any(r.damaged for r in diag.load_test) or diag.state_does_not_load)
+
+
+def _findings(diag: Diagnosis) -> tuple[frozenset, bool]:
+    return (frozenset(p.path for p in diag.problems if not p.problem.startswith(IN_FLIGHT)),
+            diag.state_does_not_load)
+
+
+def _diagnose_once(ckpt: Checkpoint, active: bool) -> Diagnosis:
+    listing = ckpt.inventory()  # one walk of the whole tree, newly taken: logs first
+    # Judge the checkpoint as that walk saw it: its offsets and commits, not a later listing's;
+    # files a writer is still writing (temporary names) are not the checkpoint's yet.
+    inventory = ({rel: e for rel, e in listing.items() if not in_progress(rel)} if active
+                 else listing)
+    ckpt = as_listed(ckpt, inventory)
     structure = Structure(ckpt, inventory)
     last = structure.last_committed
     load_test: list[LoadResult] = []
@@ -153,10 +240,7 @@ def diagnose(ckpt: Checkpoint) -> Diagnosis:
                                          retained[0])
     problems = sorted(structure.problems.values(),
                       key=lambda p: (p.first_batch_id is None, p.first_batch_id or 0, p.path))
-    offsets_after = {}
-    for b in {last_good, last} - {None}:
-        if b in ckpt.offset_batch_ids:
-            offsets_after[b] = ckpt.offsets(b).sources
+    offsets_after = readable_offsets(ckpt, {last_good, last} - {None})
     return Diagnosis(
         root=ckpt.root, provider=structure.provider, offset_batch_ids=structure.offsets,
         commit_batch_ids=structure.commits, in_flight=structure.in_flight,

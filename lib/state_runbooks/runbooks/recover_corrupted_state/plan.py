@@ -30,6 +30,15 @@ class Plan:
 def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) -> Plan:
     """What a rollback to ``target_batch_id`` moves (-1: the last good batch found)."""
     c, g = diag.last_committed_batch_id, diag.last_good_batch_id
+    if diag.unconfirmed:  # the query writes, and no two listings agreed: nothing is known
+        return Plan(None, [], "nothing planned: the query looks active and no damage was seen "
+                              "twice; stop the query and diagnose again")
+    repair = log_repair(diag)
+    if repair is not None:
+        if target_batch_id not in (-1, repair.target_batch_id):
+            raise RunbookError(f"target_batch_id={target_batch_id}: a damaged log file stops the "
+                               f"restart first ({repair.note}); pass -1")
+        return repair
     if c is None or diag.retained is None or not diag.operators:
         return Plan(None, [], "nothing to roll back: no committed batch with state")
     if diag.reader_limits and not diag.state_does_not_load:
@@ -73,6 +82,29 @@ def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) 
     note = ("nothing to move: the checkpoint already ends at the target batch" if not moves
             else f"{len(moves)} files to move aside")
     return Plan(target, moves, note)
+
+
+def log_repair(diag: Diagnosis) -> Plan | None:
+    """The minimal repair of damaged log and metadata files (log_damage), or None when there is
+    none to make: first those a restart fails on, then (when the state loads) those Spark keeps
+    damaged. A metadata file cannot be moved back into shape: it gets no plan, its finding says
+    which query id to write."""
+    critical = [p for p in diag.problems if p.critical]
+    for p in critical:
+        if not p.moves:
+            return Plan(None, [], f"{p.path}: {p.problem}")
+    if not critical and diag.state_does_not_load:
+        return None
+    fixes = critical or [p for p in diag.problems if p.critical is False and p.moves]
+    if not fixes:
+        return None
+    if any(p.target_batch_id is None for p in fixes):
+        return Plan(None, [], f"{fixes[0].path}: {fixes[0].problem} (no earlier committed batch: "
+                              "start a new checkpoint)")
+    moves = list(dict.fromkeys(m for p in fixes for m in p.moves))
+    return Plan(min(p.target_batch_id for p in fixes), moves,
+                f"{len(moves)} damaged log file(s) to move aside: "
+                + "; ".join(f"{p.path} ({p.problem.split(';', 1)[0]})" for p in fixes))
 
 
 def _state_moves(ckpt: Checkpoint, inventory: dict, keep_version: int) -> list[str]:

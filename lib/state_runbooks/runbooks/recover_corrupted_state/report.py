@@ -3,7 +3,6 @@ run summary's keys and findings.
 """
 from __future__ import annotations
 
-
 from state_runbooks.common.formatting import id_ranges, source_offsets_lines  # noqa: F401 - 05's API
 
 from .apply import Outcome
@@ -141,9 +140,18 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
         "backup_dir": outcome.backup_dir if outcome and outcome.applied else None,
         "journal_path": outcome.journal_path if outcome and outcome.applied else None,
         "loads": diag.loads,
+        "activity": diag.activity_lines(),
     })
-    if diag.state_does_not_load:
+    if diag.unconfirmed:  # an active query: no two listings agreed, nothing is confirmed
+        summary.add_finding("warning", "query_active_unconfirmed", diag.verdict())
+    damaged_logs = [p for p in diag.problems if p.critical is not None]
+    for p in damaged_logs:  # Spark fails on it at restart (critical), or runs on (warning)
+        summary.add_finding("critical" if p.critical else "warning", "log_file_damaged",
+                            f"{p.path}: {p.problem}")
+    if diag.state_does_not_load and not any(p.critical for p in damaged_logs):
         summary.add_finding("critical", "state_does_not_load", diag.verdict())
+    elif damaged_logs or diag.unconfirmed:
+        pass  # said above
     elif diag.reader_limits:
         summary.add_finding("warning", "state_unreadable_by_reader", diag.verdict())
     elif diag.nothing_broken:

@@ -28,6 +28,8 @@ from state_runbooks.core.state_files import (  # noqa: F401
 )
 from state_runbooks.core.state_loads import operators_of
 
+from .log_damage import file_kind, log_findings, missing_findings
+
 _CRC_HEADER_BYTES = 8  # "crc\0" and the bytes per checksum
 # Files Spark's RocksDB provider copies through the checksum layer when it loads a version: a
 # changed byte fails the load with Hadoop's ChecksumException (tested). Changelogs and the
@@ -43,6 +45,11 @@ class Problem:
     problem: str
     error_class: str | None = None
     first_batch_id: int | None = None  # the first batch whose state needs it (None: not state)
+    # A damaged log or metadata file (log_damage): whether a restart fails on it (None: not such
+    # a file), and the minimal repair: the files to move aside and the last committed batch after.
+    critical: bool | None = None
+    moves: tuple = ()
+    target_batch_id: int | None = None
 
     def summary(self) -> dict:
         return {"path": self.path, "problem": self.problem, "error_class": self.error_class}
@@ -93,9 +100,15 @@ class Structure:
 
     # logs -----------------------------------------------------------------------------------------
     def _check_logs(self) -> None:
-        if "metadata" not in self.inventory:
-            self.add("metadata", "missing: the query id is lost (a restart starts a new query id)")
-        offsets, commits = self.offsets, self.commits
+        ckpt, offsets, commits = self.ckpt, self.offsets, self.commits
+        for f in (missing_findings(ckpt.spark, ckpt.root, self.inventory, offsets, commits)
+                  + log_findings(ckpt.spark, self.raw, ckpt.root, self.inventory, offsets, commits,
+                                 ckpt.fs.has_checksum_layer)):
+            self.problems[f["path"]] = Problem(f["path"], f["problem"], None, f["batch"],
+                                               f["critical"], tuple(f["moves"]), f["target"])
+        if ckpt.fs.has_checksum_layer:  # log_damage compared these files with their sidecars
+            self.sidecars_checked += sum(1 for rel in self.inventory if file_kind(rel)
+                                         and sidecar_of(rel) in self.inventory)
         for folder, ids in (("offsets", offsets), ("commits", commits)):
             if ids:
                 for gap in sorted(set(range(ids[0], ids[-1] + 1)) - set(ids)):
@@ -118,7 +131,7 @@ class Structure:
             expected = max([op.num_partitions] + ([int(pinned)] if pinned else []))
             metadata = f"state/{op.operator_id}/_metadata/metadata"
             if not any(rel == metadata or rel.startswith(f"state/{op.operator_id}/_metadata/v")
-                       for rel in self.inventory):
+                       for rel in self.inventory) and metadata not in self.problems:
                 self.add(metadata, "operator metadata missing: Spark's state-metadata source then "
                          "lists no operator of this checkpoint at all (the next batch writes it "
                          "again)")
@@ -266,8 +279,8 @@ class Structure:
         checked_fs = self.ckpt.fs
         for rel, entry in self.inventory.items():
             if is_checksum_file(rel) or not rel.startswith(("offsets/", "commits/", "state/",
-                                                        "metadata")):
-                continue
+                                                        "metadata")) or file_kind(rel):
+                continue  # log and metadata files: log_damage reads and checks them
             batch = self._first_needed.get(rel, log_batch_id(rel))
             if entry.size == 0:
                 self.bad_files.add(rel)

@@ -15,15 +15,17 @@ from dataclasses import dataclass, field
 from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.safety import safekeeping
-from state_runbooks.safety.activity import LOG_FOLDERS, QUIET_MINUTES, check_activity, log_files
+from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
 from state_runbooks.safety.safekeeping import (
     Change,
     Outcome,
     files_to_keep,
+    live_writer_signs,
     open_backup,
     safekeep,
     write_journal,
 )
+from state_runbooks.safety.watch import log_changes, signs_line
 
 from .checks import API_NAME, Checks, check_requirements
 from .forecast import UnitScan, rows_equal, scan_state
@@ -99,6 +101,20 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
     out.lines.append(f"backed up: {len(copies)} metadata files copied to {backup.root}/copy, "
                      f"{len(inventory)} files journaled in {out.journal_path}")
     out.seconds["backup"] = _lap(started)
+    # Just before Spark's call, the whole checkpoint again: any file a query wrote (or its
+    # maintenance deleted) since the listing the journal holds stops the repartition here.
+    signs = live_writer_signs(ckpt, inventory)
+    if signs:
+        out.stopped = signs_line(signs)
+        out.refused = (f"stopped before Spark's call at the first sign of a live writer "
+                       f"({out.stopped}): nothing was changed in the checkpoint (the backup "
+                       f"folder {backup.root} holds only copies and the journal)")
+        journal["status"] = "stopped"
+        journal["stopped"] = {"signs": out.stopped, "moved_before": 0, "put_back": True,
+                              "lines": []}
+        write_journal(backup, journal)
+        out.lines.append(f"refused: {out.refused}")
+        return out
     started = time.perf_counter()
     try:
         getattr(ckpt.spark, API_NAME).repartition(ckpt.root, n1, ENFORCE_EXACTLY_ONCE_SINK)
@@ -125,8 +141,10 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
         # Spark may have written a new batch even when it failed: put everything back.
         undone = safekeeping.undo(ckpt, REPARTITION, out.journal_path, dry_run=False, force=True,
                                   activity=check_activity(ckpt, quiet_minutes))
-        out.auto_undone = True
-        out.lines.append("undone on its own: " + undone.lines[-1])
+        out.auto_undone = bool(undone.applied and undone.verified)
+        out.stopped = undone.stopped
+        out.lines.append(("undone on its own: " if undone.applied else "NOT undone: ")
+                         + undone.lines[-1])
     return out
 
 
@@ -136,9 +154,7 @@ def _inventory_as_checked(ckpt: Checkpoint, checks: Checks) -> dict | None:
     without a walk get one now."""
     if checks.inventory is None:
         return ckpt.fs.raw().walk()
-    logs = log_files(ckpt)
-    then = {rel: e for rel, e in checks.inventory.items() if rel.startswith(LOG_FOLDERS)}
-    return checks.inventory if logs == then else None
+    return None if log_changes(ckpt, checks.inventory) else checks.inventory
 
 
 def _lap(started: float) -> float:

@@ -68,7 +68,8 @@ class Checks:
 
     def refusal(self) -> str | None:
         """The first unmet requirement as one line, else None."""
-        blocking = self.blocking
+        # A live query first: nothing else can be judged while it writes.
+        blocking = sorted(self.blocking, key=lambda r: r.name != "stopped")
         if not blocking:
             return None
         more = f" (and {len(blocking) - 1} more unmet requirement(s))" if len(blocking) > 1 else ""
@@ -105,6 +106,7 @@ def check_requirements(ckpt: Checkpoint, num_partitions: int, force: bool = Fals
     """Every requirement of Spark's repartition, checked; ``spark_version`` defaults to the
     session's (given, it shows what an older Spark would be told)."""
     spark = ckpt.spark
+    activity = check_activity(ckpt, quiet_minutes)  # first: before anything a query could race
     inventory = ckpt.inventory()
     before = current_partitions(ckpt)
     after = target_partitions(num_partitions, before)
@@ -141,7 +143,6 @@ def check_requirements(ckpt: Checkpoint, num_partitions: int, force: bool = Fals
                             + (PROVIDER_REFUSED if kind == "hdfs" else "not one Spark's "
                                "repartition is known to support")))
     reqs.append(_operators_requirement(ckpt))
-    activity = check_activity(ckpt, quiet_minutes)
     active = "the query looks active: " + "; ".join(activity.reasons)
     reqs.append(Requirement("stopped", not activity.looks_active,
                             f"the query looks stopped ({activity.seen})" if not

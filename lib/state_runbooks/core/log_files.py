@@ -1,0 +1,26 @@
+"""Read one log file of a checkpoint (``metadata``, ``offsets/<batch>``, ``commits/<batch>``):
+a damaged one (cut short, emptied, overwritten, bytes that no longer match its ``.crc`` sidecar)
+raises a :class:`~state_runbooks.common.errors.RunbookError` that names it in one line, never a
+Python or Java traceback.
+"""
+from __future__ import annotations
+
+import json
+
+from state_runbooks.common.errors import RunbookError, spark_errors
+
+
+def read_log(ckpt, rel: str, line: int) -> tuple[list[str], dict]:
+    """A log file's lines and its JSON object on ``line``; damage raises one line naming it."""
+    try:  # a ChecksumException (bytes changed), bytes that are not UTF-8 or JSON: ValueErrors
+        with spark_errors(f"reading {rel}"):
+            lines = ckpt.fs.read_bytes(rel).decode("utf-8").splitlines()
+        value = json.loads(lines[line]) if len(lines) > line else None
+        ok = isinstance(value, dict) and (not line or lines[0][:1] == "v" and lines[0][1:].isdigit())
+        what = "" if ok else "empty (0 bytes)" if not lines else "cut short or not a log entry"
+    except ValueError as exc:
+        what = str(exc).split(" failed: ", 1)[-1]
+    if what:
+        raise RunbookError(f"{rel} of checkpoint {ckpt.root} is damaged ({what}): 05 recover "
+                           "corrupted state says what Spark does with it and how to repair it")
+    return lines, value

@@ -1,0 +1,209 @@
+"""05 and 07 on a checkpoint a real query is writing to (a 200 ms trigger on a rate-micro-batch
+source, a stateful operator, RocksDB and HDFS-backed): the diagnosis is never a false alarm, and no
+change races with the live writer: refused, or stopped at its first sign with what it moved put
+back, never a partial apply left behind.
+
+Every query is stopped in a finally block. "Nothing moved" is checked on the bytes of the files
+that were there before (the query itself keeps adding files and its maintenance deletes old ones).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from checkpoint_trees import age
+
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.demos.checkpoints import demo_query
+from state_runbooks.runbooks import recover_corrupted_state as recovery
+from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.running.results import Summary
+from state_runbooks.safety import watch
+
+TRIGGER = "200 milliseconds"
+
+
+def start_live(spark, path: str, workload: str = "dedup"):
+    """The demo's query continued on ``path`` with a short trigger; returns once it committed a
+    new batch (so it is writing)."""
+    before = len(os.listdir(f"{path}/commits"))
+    query = (demo_query(spark, workload, 10).writeStream.format("noop")
+             .option("checkpointLocation", path).trigger(processingTime=TRIGGER).start())
+    wait_for(lambda: len(os.listdir(f"{path}/commits")) > before + 2, query)
+    return query
+
+
+def wait_for(condition, query=None, seconds: float = 60) -> None:
+    deadline = time.time() + seconds
+    while not condition():
+        if query is not None and query.exception() is not None:
+            raise AssertionError(f"the live query failed: {query.exception()}")
+        assert time.time() < deadline, "timed out waiting for the live query"
+        time.sleep(0.1)
+
+
+def file_bytes(root: str) -> dict[str, str]:
+    """SHA-256 of every file below root now (files that vanish while listed are skipped)."""
+    out = {}
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                out[os.path.relpath(path, root)] = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+            except FileNotFoundError:
+                continue
+    return out
+
+
+def unchanged_by_us(before: dict, root: str, query) -> list[str]:
+    """Files that were there before and now differ or are gone, other than what the query's own
+    maintenance deleted (old state versions and their SSTs; never offsets, commits, metadata)."""
+    now = file_bytes(root)
+    bad = [rel for rel, sha in before.items() if rel in now and now[rel] != sha]
+    gone = [rel for rel in before if rel not in now]
+    # The query's maintenance deletes old state files only: every log entry must still be there.
+    bad += [rel for rel in gone if not rel.startswith("state/")]
+    return bad
+
+
+def live_copy(demo_factory, tmp_path, provider: str) -> str:
+    run = demo_factory("dedup", provider, batches=3, rows_per_batch=10, partitions=2)
+    path = tmp_path / f"live-{provider}"
+    shutil.copytree(run.checkpoint_path.removeprefix("file:"), path)
+    age(path)
+    return str(path)
+
+
+def summary_of(spark, ckpt, diag) -> Summary:
+    summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
+    recovery.summarize(summary, diag, recovery.plan_rollback(ckpt, diag), None)
+    return summary
+
+
+@pytest.mark.parametrize("provider", ["rocksdb", "hdfs"])
+def test_diagnosing_a_running_query_is_never_a_false_alarm(spark, demo_factory, tmp_path,
+                                                           provider):
+    path = live_copy(demo_factory, tmp_path, provider)
+    query = start_live(spark, path)
+    try:
+        for _ in range(3):
+            ckpt = Checkpoint(spark, path)
+            diag = recovery.diagnose(ckpt)
+            said = "\n".join(recovery.problem_lines(diag) + recovery.load_lines(diag)
+                             + [diag.verdict()])
+            assert diag.active and diag.activity_lines()[0].startswith("the query looks active")
+            assert not any("missing" in p.problem for p in diag.problems), said
+            assert not diag.state_does_not_load and "does not load" not in said, said
+            assert summary_of(spark, ckpt, diag).status in ("ok", "warning"), said
+            assert query.isActive and query.exception() is None
+    finally:
+        query.stop()
+
+
+def test_rollback_and_repartition_refuse_a_running_query(spark, demo_factory, tmp_path,
+                                                         run_notebook):
+    path = live_copy(demo_factory, tmp_path, "rocksdb")
+    query = start_live(spark, path)
+    try:
+        before = file_bytes(path)
+        ckpt = Checkpoint(spark, path)
+        diag = recovery.diagnose(ckpt)
+        plan = recovery.plan_rollback(ckpt, diag, 1)
+        assert plan.moves
+        out = recovery.rollback(ckpt, plan, dry_run=False, force=False,
+                                backup_dir=str(tmp_path / "b05"))
+        assert not out.applied and out.refused.startswith("the query looks active")
+        summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
+        recovery.summarize(summary, diag, plan, out)
+        assert summary.change_failed and summary.to_dict()["change_failed"]
+
+        # 07: refused, nothing changed
+        rep = rp.repartition(Checkpoint(spark, path), 3, dry_run=False, force=False,
+                             backup_dir=str(tmp_path / "b07"))
+        assert not rep.applied and "the query looks active" in rep.refused
+
+        # The notebook through papermill, force given as the string "false"
+        with pytest.raises(Exception):  # noqa: B017 - papermill wraps the run's failure
+            run_notebook("05_recover_corrupted_state", checkpoint_path=path, mode="rollback",
+                         dry_run=False, force="false", target_batch_id=1,
+                         summary_path=str(tmp_path / "05.json"))
+        summary = json.loads((tmp_path / "05.json").read_text())
+        assert summary["status"] != "critical" and summary["applied"] is False
+        assert summary["change_failed"].startswith("rollback refused: the query looks active")
+        assert not any("missing" in b["problem"] for b in summary["broken"])
+        assert query.isActive and query.exception() is None
+        assert unchanged_by_us(before, path, query) == []
+        assert not (tmp_path / "b05").exists() and not (tmp_path / "b07").exists()
+    finally:
+        query.stop()
+
+
+def test_a_forced_rollback_stops_at_the_live_writer_and_puts_back(spark, demo_factory, tmp_path,
+                                                                  monkeypatch):
+    path = live_copy(demo_factory, tmp_path, "rocksdb")
+    ckpt = Checkpoint(spark, path)
+    diag = recovery.diagnose(ckpt)
+    plan = recovery.plan_rollback(ckpt, diag, 1)
+    before = file_bytes(path)
+    live = {}
+    real_signs = watch.Watch.signs
+
+    def signs_then_a_query_starts(self, *rels):
+        # The check before the first move passes (nothing runs yet); then a query starts on the
+        # checkpoint and writes batches while the rollback moves files.
+        found = real_signs(self, *rels)
+        if "query" not in live:
+            live["query"] = start_live(spark, path)
+        return found
+
+    monkeypatch.setattr(watch.Watch, "signs", signs_then_a_query_starts)
+    try:
+        out = recovery.rollback(ckpt, plan, dry_run=False, force=True,
+                                backup_dir=str(tmp_path / "b"))
+        query = live["query"]
+        assert out.stopped and not out.applied, out.lines
+        assert out.refused.startswith("stopped at the first sign of a live writer")
+        assert "were put back, the same bytes" in out.refused
+        journal = json.loads((tmp_path / "b" / "journal.json").read_text())
+        assert journal["status"] == "stopped" and journal["stopped"]["put_back"]
+        assert journal["stopped"]["moved_before"] >= 1
+        summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
+        recovery.summarize(summary, diag, plan, out)
+        assert summary.change_failed
+        assert unchanged_by_us(before, path, query) == []
+        assert not list((tmp_path / "b" / "moved").rglob("*")) or all(
+            p.is_dir() for p in (tmp_path / "b" / "moved").rglob("*"))
+        # The query runs on, then stops and restarts fine.
+        committed = len(os.listdir(f"{path}/commits"))
+        wait_for(lambda: len(os.listdir(f"{path}/commits")) > committed + 2, query)
+    finally:
+        if "query" in live:
+            live["query"].stop()
+    monkeypatch.undo()
+    again = start_live(spark, path)
+    again.stop()
+    assert again.exception() is None
+
+
+def test_a_forced_rollback_on_a_running_query_is_refused_before_any_move(spark, demo_factory,
+                                                                         tmp_path):
+    path = live_copy(demo_factory, tmp_path, "hdfs")
+    query = start_live(spark, path)
+    try:
+        ckpt = Checkpoint(spark, path)
+        diag = recovery.diagnose(ckpt)
+        plan = recovery.plan_rollback(ckpt, diag, 1)
+        before = file_bytes(path)
+        out = recovery.rollback(ckpt, plan, dry_run=False, force=True,
+                                backup_dir=str(tmp_path / "b"))
+        assert not out.applied and out.refused, out.lines
+        assert "a query looks like it is writing to it" in out.refused or out.stopped
+        assert unchanged_by_us(before, path, query) == []
+        assert query.isActive and query.exception() is None
+    finally:
+        query.stop()

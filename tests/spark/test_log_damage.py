@@ -1,0 +1,199 @@
+"""Damage to the logs and metadata files beside the state, on real checkpoints written by real
+queries: 05's diagnosis names the file and the damage in one line and says what Spark does on
+restart (checked here by really restarting the query on a copy), its plan is the minimal repair,
+and that repair, applied through the rollback machinery (backup, journal, undo) and followed by a
+restart, gives state equal row for row to a run that never broke. Nothing raises a traceback.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from state_runbooks.common.errors import RunbookError, root_cause, spark_error_text
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.demos import faults
+from state_runbooks.runbooks import recover_corrupted_state as recovery
+from state_runbooks.runbooks.recover_corrupted_state import diagnose as diagnose_module
+
+BATCHES = 4  # batches 0..3
+LAST = BATCHES - 1
+RUNS = "runs"  # the restart works
+DAMAGES = ("truncated", "garbage", "missing", "empty")
+
+# The fault matrix: file kind, damage, what the finding says, what Spark does on restart (a
+# substring of its error, or RUNS), and the plan (the files moved aside; None: no plan).
+_JSON_FAIL = "Query"  # the stream fails in Spark's JSON / log parser (no error class)
+MATRIX = [
+    *[{"kind": "metadata", "damage": d, "finding": w, "spark": s, "plan": None}
+      for d, w, s in (("truncated", "cut short", "JsonEOFException"),
+                      ("garbage", "garbage", "JsonParseException"),
+                      ("missing", "missing", "STREAMING_CHECKPOINT_MISSING_METADATA_FILE"),
+                      ("empty", "empty", "MismatchedInputException"))],
+    *[{"kind": "offsets_latest", "damage": d, "finding": w, "spark": s,
+       "plan": [f"commits/{LAST}", f"offsets/{LAST}"] if d != "missing" else [f"commits/{LAST}"]}
+      for d, w, s in (("truncated", "cut short", _JSON_FAIL), ("garbage", "garbage", _JSON_FAIL),
+                      ("missing", "commit without an offsets entry",
+                       "CONCURRENT_STREAM_LOG_UPDATE"), ("empty", "empty", _JSON_FAIL))],
+    *[{"kind": "commits_latest", "damage": d, "finding": w, "spark": s,
+       # missing: batch LAST is in flight, as after a crash; 05's existing plan (test_recovery's
+       # uncommitted_batch) moves its offsets and state version aside, a restart re-runs it too
+       "plan": [f"commits/{LAST}"] if d != "missing" else "in flight"}
+      for d, w, s in (("truncated", "cut short", _JSON_FAIL), ("garbage", "garbage", _JSON_FAIL),
+                      ("missing", "in flight", RUNS), ("empty", "empty", _JSON_FAIL))],
+    *[{"kind": "offsets_middle", "damage": d, "finding": w, "spark": s, "plan": []}
+      for d, w, s in (("truncated", "cut short", RUNS), ("garbage", "garbage", RUNS),
+                      ("missing", "gap", RUNS), ("empty", "empty", RUNS))],
+    *[{"kind": "operator_metadata", "damage": d, "finding": w, "spark": RUNS,
+       "plan": ["state/1/_metadata/metadata"] if d != "missing" else []}
+      for d, w in (("truncated", "cut short"), ("garbage", "garbage"),
+                   ("missing", "operator metadata missing"), ("empty", "empty"))],
+    *[{"kind": "state_schema", "damage": d, "finding": w, "spark": s,
+       "plan": ["state/1/0/_metadata/schema"] if d != "missing" else []}
+      for d, w, s in (("truncated", "cut short", "EOFException"),
+                      ("garbage", "garbage", "EOFException"), ("missing", "", RUNS),
+                      ("empty", "empty", "EOFException"))],
+]
+# RocksDB keeps the same logs; two damages per file kind keep the run short.
+CASES = ([("hdfs", c) for c in MATRIX]
+         + [("rocksdb", c) for c in MATRIX if c["damage"] in ("truncated", "missing")])
+HOOKED = "readable_offsets" in inspect.getsource(diagnose_module)
+# Left for the lead (files this change may not edit); see the report:
+PENDING = {
+    # the activity guard (safety/activity.py:43) reads every offsets entry's timestamp and now
+    # meets a damaged one as a RunbookError
+    **{("offsets_middle", d): "activity.py reads every offsets entry" for d in
+       ("truncated", "garbage", "empty")},
+    # apply.py's race check sees batch N turn in flight once commits/N is moved ("offsets/N
+    # appeared") and refuses the repair
+    **{("commits_latest", d): "apply.py's race check refuses moving commits/N" for d in
+       ("truncated", "garbage", "empty")},
+}
+
+
+@pytest.fixture(scope="module")
+def setups(spark, demo_factory, tmp_path_factory):
+    cache = {}
+
+    def get(provider):
+        if provider not in cache:
+            run = demo_factory("two_operators", provider, BATCHES, rows_per_batch=10, partitions=2)
+            further = tmp_path_factory.mktemp(f"log-damage-{provider}") / "reference"
+            shutil.copytree(run.checkpoint_path, further)
+            faults.restart_demo(spark, run, str(further), 1)
+            rows = {LAST: faults.state_rows(Checkpoint(spark, run.checkpoint_path), LAST),
+                    LAST + 1: faults.state_rows(Checkpoint(spark, str(further)), LAST + 1)}
+            query_id = json.loads(Path(run.checkpoint_path, "metadata").read_text())["id"]
+            cache[provider] = (run, rows, query_id)
+        return cache[provider]
+    return get
+
+
+def _restart(spark, run, path: str) -> str:
+    try:
+        faults.restart_demo(spark, run, path, 1)
+    except RunbookError as exc:
+        return f"{spark_error_text(exc)} {exc} {root_cause(exc.spark_error)}"
+    return RUNS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("provider,case", CASES,
+                         ids=[f"{p}-{c['kind']}-{c['damage']}" for p, c in CASES])
+def test_log_damage_matrix(spark, setups, tmp_path, provider, case):
+    pending = PENDING.get((case["kind"], case["damage"]))
+    if pending:
+        pytest.xfail(pending)
+    run, reference, query_id = setups(provider)
+    path = str(tmp_path / "checkpoint")
+    shutil.copytree(run.checkpoint_path, path)
+    ckpt = Checkpoint(spark, path)
+    broken = faults.inject_fault(ckpt, f"{case['kind']}:{case['damage']}")
+
+    # What Spark really does on restart, on a copy.
+    probe = str(tmp_path / "probe")
+    shutil.copytree(path, probe)
+    said = _restart(spark, run, probe)
+    assert (said == RUNS) if case["spark"] == RUNS else (case["spark"] in said), said
+
+    # 05's diagnosis: one line naming the file and the damage; nothing raises.
+    if case["kind"] == "offsets_latest" and case["damage"] != "missing" and not HOOKED:
+        pytest.skip("needs the readable_offsets hook in diagnose.py")
+    diag = recovery.diagnose(ckpt)
+    lines = recovery.problem_lines(diag)
+    # a missing newest entry is reported on its partner: the commit without offsets, the offsets
+    # entry without a commit (in flight)
+    named_path = {("offsets_latest", "missing"): f"commits/{LAST}",
+                  ("commits_latest", "missing"): f"offsets/{LAST}"}.get(
+        (case["kind"], case["damage"]), broken)
+    named = [line for line in lines if line.startswith(named_path)]
+    if case["kind"] == "state_schema" and case["damage"] == "missing":
+        assert not named, lines  # Spark writes it again: nothing to report
+    else:
+        assert named and case["finding"] in named[0] and "\n" not in named[0], lines
+    plan = recovery.plan_rollback(ckpt, diag)
+    summary_kinds = {p.critical for p in diag.problems}
+    if case["spark"] != RUNS:
+        assert True in summary_kinds, lines
+    if case["plan"] is None:  # metadata: no files to move; the finding says which id to write
+        assert plan.target_batch_id is None and not plan.moves
+        if case["damage"] == "truncated":
+            assert query_id[:8] in named[0] or "logs or listener" in named[0]
+        Path(path, "metadata").write_text(json.dumps({"id": query_id}))
+        for side in Path(path).glob(".metadata.crc"):
+            side.unlink()
+        assert _restart(spark, run, path) == RUNS
+        restarted = Checkpoint(spark, path)
+        assert restarted.query_id == query_id
+        assert faults.state_rows(restarted, LAST + 1) == reference[LAST + 1]
+        return
+    if case["plan"] == "in flight":
+        assert f"offsets/{LAST}" in plan.moves and f"commits/{LAST}" not in plan.moves
+    else:
+        assert sorted(plan.moves) == sorted(case["plan"]), recovery.plan_lines(plan)
+    if not plan.moves:
+        return
+    outcome = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(tmp_path / "backup"),
+                                force=True)
+    # A moved schema file is written again by the restart, but the rollback's check loads the
+    # state with Spark's reader first, which needs it (left for apply.py: see the report).
+    assert outcome.applied and (outcome.verified or case["kind"] == "state_schema"), outcome.lines
+    last = Checkpoint(spark, path).last_committed_batch_id
+    rerun = LAST + 1 - last
+    for _ in range(rerun):
+        assert _restart(spark, run, path) == RUNS
+    restarted = Checkpoint(spark, path)
+    until = restarted.last_committed_batch_id
+    assert until in reference
+    assert faults.state_rows(restarted, until) == reference[until]
+
+
+def test_a_new_query_id_restarts_as_another_query(spark, setups, tmp_path):
+    """A metadata file with a new id: Spark restarts and the state loads, but the query is
+    another one (its id changes), which is why 05 names the id to keep."""
+    run, reference, query_id = setups("hdfs")
+    path = str(tmp_path / "checkpoint")
+    shutil.copytree(run.checkpoint_path, path)
+    Path(path, ".metadata.crc").unlink()
+    Path(path, "metadata").write_text(json.dumps({"id": "00000000-0000-4000-8000-000000000000"}))
+    assert _restart(spark, run, path) == RUNS
+    restarted = Checkpoint(spark, path)
+    assert restarted.query_id != query_id
+    assert faults.state_rows(restarted, LAST + 1) == reference[LAST + 1]
+
+
+def test_checkpoint_reads_of_damaged_logs_are_one_line(spark, setups, tmp_path):
+    run, _, _ = setups("hdfs")
+    path = str(tmp_path / "checkpoint")
+    shutil.copytree(run.checkpoint_path, path)
+    ckpt = Checkpoint(spark, path)
+    faults.inject_fault(ckpt, "metadata:garbage")
+    faults.inject_fault(ckpt, "offsets_latest:truncated")
+    for read in (lambda: ckpt.query_id, lambda: ckpt.offsets(LAST)):
+        with pytest.raises(RunbookError) as excinfo:
+            read()
+        assert "damaged" in str(excinfo.value) and "\n" not in str(excinfo.value)
+    assert ckpt.refresh().pinned_conf  # the newest entry that reads pins the same values

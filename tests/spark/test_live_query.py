@@ -24,6 +24,7 @@ from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
 from state_runbooks.running.results import Summary
 from state_runbooks.safety import watch
+from state_runbooks.safety.watch import in_progress
 
 TRIGGER = "200 milliseconds"
 
@@ -65,7 +66,9 @@ def unchanged_by_us(before: dict, root: str, query) -> list[str]:
     maintenance deleted (old state versions and their SSTs; never offsets, commits, metadata)."""
     now = file_bytes(root)
     bad = [rel for rel, sha in before.items() if rel in now and now[rel] != sha]
-    gone = [rel for rel in before if rel not in now]
+    # A file the query was still writing when "before" was taken (.<name>.<uuid>.tmp, and its
+    # sidecar) is renamed into place by the query itself.
+    gone = [rel for rel in before if rel not in now and not in_progress(rel.removesuffix(".crc"))]
     # The query's maintenance deletes old state files only: every log entry must still be there.
     bad += [rel for rel in gone if not rel.startswith("state/")]
     return bad

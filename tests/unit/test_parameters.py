@@ -13,7 +13,7 @@ def test_booleans_as_a_scheduler_passes_them(given, expected):
     assert coerce("force", given, bool) is expected
 
 
-@pytest.mark.parametrize("given", ["maybe", "", "flase", 2, 0.5, None, [True]])
+@pytest.mark.parametrize("given", ["maybe", "", "flase", 2, 0.5, [True]])
 def test_anything_else_is_refused_naming_the_parameter(given):
     with pytest.raises(RunbookError, match=r"^force=.* is not true or false: pass -p force true "
                                            r"or -p force false$"):
@@ -41,6 +41,11 @@ def test_the_notebook_namespace_gets_the_declared_types():
                  "force": "false", "dry_run": True, "num_partitions": "4", "mode": "undo"}
     assert check_declared(namespace) == {"force": False, "num_partitions": 4}
     assert namespace["force"] is False and namespace["num_partitions"] == 4
+
+
+def test_a_parameter_left_unset_stays_unset():
+    """``lower_bound_seconds: float = None`` (04): None means "read it from the checkpoint"."""
+    assert coerce("lower_bound_seconds", None, float) is None
 
 
 def test_unknown_parameters_are_named():

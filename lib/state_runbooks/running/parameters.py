@@ -36,8 +36,9 @@ def _parsed(text: str):
 def coerce(name: str, value, declared):
     """``value`` as the declared type of parameter ``name``, or a one-line RunbookError."""
     kind = _kind(declared)
-    if kind is None or (isinstance(value, kind) and not (kind is int and isinstance(value, bool))):
-        return value
+    if value is None or kind is None or (isinstance(value, kind)
+                                         and not (kind is int and isinstance(value, bool))):
+        return value  # None: a parameter declared with the default None is left unset
     if kind is bool:
         text = str(value).strip().lower()
         if isinstance(value, (str, int)) and text in _TRUE + _FALSE:

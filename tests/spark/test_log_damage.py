@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from checkpoint_trees import clean_rows
 
 from state_runbooks.common.errors import RunbookError, root_cause, spark_error_text
 from state_runbooks.core.checkpoint import Checkpoint
@@ -82,10 +83,7 @@ def setups(spark, demo_factory, tmp_path_factory):
         if provider not in cache:
             run = demo_factory("two_operators", provider, BATCHES, rows_per_batch=10, partitions=2)
             further = tmp_path_factory.mktemp(f"log-damage-{provider}") / "reference"
-            shutil.copytree(run.checkpoint_path, further)
-            faults.restart_demo(spark, run, str(further), 1)
-            rows = {LAST: faults.state_rows(Checkpoint(spark, run.checkpoint_path), LAST),
-                    LAST + 1: faults.state_rows(Checkpoint(spark, str(further)), LAST + 1)}
+            rows = clean_rows(spark, run, further, LAST)
             query_id = json.loads(Path(run.checkpoint_path, "metadata").read_text())["id"]
             cache[provider] = (run, rows, query_id)
         return cache[provider]

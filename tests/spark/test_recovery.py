@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from checkpoint_trees import age, tree_sha
+from checkpoint_trees import age, clean_rows, tree_sha
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core import state_loads
@@ -64,10 +64,7 @@ def setups(spark, demo_factory, tmp_path_factory):
         if provider not in cache:
             run = demo_factory("two_operators", provider, BATCHES, rows_per_batch=10, partitions=2)
             further = tmp_path_factory.mktemp(f"recovery-{provider}") / "reference"
-            shutil.copytree(run.checkpoint_path, further)
-            faults.restart_demo(spark, run, str(further), 1)
-            rows = {LAST: faults.state_rows(Checkpoint(spark, run.checkpoint_path), LAST),
-                    LAST + 1: faults.state_rows(Checkpoint(spark, str(further)), LAST + 1)}
+            rows = clean_rows(spark, run, further, LAST)
             cache[provider] = (run, rows)
         return cache[provider]
     return get

@@ -69,9 +69,20 @@ def unchanged_by_us(before: dict, root: str, query) -> list[str]:
     # A file the query was still writing when "before" was taken (.<name>.<uuid>.tmp, and its
     # sidecar) is renamed into place by the query itself.
     gone = [rel for rel in before if rel not in now and not in_progress(rel.removesuffix(".crc"))]
-    # The query's maintenance deletes old state files only: every log entry must still be there.
-    bad += [rel for rel in gone if not rel.startswith("state/")]
+    # The query's maintenance deletes old state files and purges its logs from the oldest entry
+    # up (minBatchesToRetain); a rollback would take the newest entries.
+    bad += [rel for rel in gone if not rel.startswith("state/") and not purged(rel, now)]
     return bad
+
+
+def purged(rel: str, now: dict) -> bool:
+    """An offsets or commits entry (or sidecar) older than every entry of its folder left."""
+    folder, _, name = rel.partition("/")
+    batch = name.removeprefix(".").removesuffix(".crc")
+    left = [int(r.split("/", 1)[1]) for r in now
+            if r.startswith(f"{folder}/") and r.split("/", 1)[1].isdigit()]
+    return folder in ("offsets", "commits") and batch.isdigit() and bool(left) \
+        and int(batch) < min(left)
 
 
 def live_copy(demo_factory, tmp_path, provider: str) -> str:

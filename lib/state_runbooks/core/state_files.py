@@ -20,6 +20,8 @@ from state_runbooks.common.formatting import id_ranges
 DEFAULT_STORE = "default"
 STATE_FILE_PATTERN = re.compile(
     r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
+# A store's schema file: v1 beside each store, v2 (Spark 4's schema evolution) per operator.
+SCHEMA_FILE = re.compile(r"^state/\d+/(\d+/(\w+/)?_metadata/schema|_stateSchema/[^/]+)$")
 SNAPSHOT_KINDS = ("snapshot", "zip")  # a full copy of a version
 INCREMENTAL_KINDS = ("delta", "changelog")  # the changes of one version
 INCREMENTAL_KINDS_SUFFIXES = tuple(f".{kind}" for kind in INCREMENTAL_KINDS)
@@ -40,6 +42,11 @@ class StateFile:
     @property
     def batch_id(self) -> int:
         return self.version - 1
+
+
+def is_schema_file(rel: str) -> bool:
+    """A state schema file (``.crc`` sidecars are not): Spark writes it again on restart."""
+    return bool(SCHEMA_FILE.match(rel))
 
 
 def store_folder(op: int, partition: int, store: str) -> str:

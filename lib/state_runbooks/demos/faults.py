@@ -13,6 +13,7 @@ from state_runbooks.core.fs.base import sidecar_of
 from state_runbooks.core.state_files import (
     INCREMENTAL_KINDS,
     SNAPSHOT_KINDS,
+    is_schema_file,
     store_folder,
     zip_ssts,
 )
@@ -106,9 +107,7 @@ def log_fault_target(ckpt: Checkpoint, kind: str) -> str:
             if raw.is_dir(f"state/{op}/_metadata/v2") else []
         return v2[-1] if v2 else f"state/{op}/_metadata/metadata"
     if kind == "state_schema":
-        schemas = sorted(rel for rel in raw.walk(f"state/{op}")
-                         if ("/_metadata/schema" in rel or "/_stateSchema/" in rel)
-                         and not rel.rsplit("/", 1)[-1].startswith("."))
+        schemas = sorted(rel for rel in raw.walk(f"state/{op}") if is_schema_file(rel))
         if not schemas:
             raise RunbookError(f"operator {op} of {ckpt.root} has no state schema file")
         return schemas[0]

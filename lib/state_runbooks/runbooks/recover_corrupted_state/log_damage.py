@@ -34,11 +34,11 @@ import re
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.fs.base import is_checksum_file, sidecar_of
+from state_runbooks.core.state_files import is_schema_file
 
 _VERSION_LINE = re.compile(r"^v\d+$")
 _CRC_HEADER_BYTES = 8
 _BYTES_PER_CHECKSUM = 512
-_SCHEMA_FILE = re.compile(r"^state/\d+/(\d+/(\w+/)?_metadata/schema|_stateSchema/.+)$")
 _OPERATOR_METADATA = re.compile(r"^state/\d+/_metadata/(metadata|v2/\d+)$")
 _QUERY_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
@@ -54,7 +54,7 @@ def file_kind(rel: str) -> str | None:
         return "sources"
     if _OPERATOR_METADATA.match(rel):
         return "operator_metadata"
-    if _SCHEMA_FILE.match(rel):
+    if is_schema_file(rel):
         return "state_schema"
     return None
 

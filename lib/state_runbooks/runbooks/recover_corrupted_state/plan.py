@@ -4,7 +4,7 @@ of Spark failing to load the state.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import STATE_FILE_PATTERN, Checkpoint
@@ -22,6 +22,9 @@ class Plan:
     target_batch_id: int | None  # REPLAY_FROM_START: before batch 0; None: no rollback possible
     moves: list[str]  # files to move aside, relative (their .crc sidecars go with them)
     note: str = ""
+    # log entries after the target that the plan leaves where they are on purpose (a damaged
+    # commit's offsets entry: the batch runs again), so that they are not taken for a live writer
+    leaves: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
         return {"target_batch_id": self.target_batch_id, "moves": list(self.moves)}
@@ -102,9 +105,11 @@ def log_repair(diag: Diagnosis) -> Plan | None:
         return Plan(None, [], f"{fixes[0].path}: {fixes[0].problem} (no earlier committed batch: "
                               "start a new checkpoint)")
     moves = list(dict.fromkeys(m for p in fixes for m in p.moves))
-    return Plan(min(p.target_batch_id for p in fixes), moves,
-                f"{len(moves)} damaged log file(s) to move aside: "
-                + "; ".join(f"{p.path} ({p.problem.split(';', 1)[0]})" for p in fixes))
+    target = min(p.target_batch_id for p in fixes)
+    leaves = [rel for rel in diag.inventory or {} if rel not in moves
+              and (batch := log_batch_id(rel)) is not None and batch > target]
+    return Plan(target, moves, f"{len(moves)} damaged log file(s) to move aside: "
+                + "; ".join(f"{p.path} ({p.problem.split(';', 1)[0]})" for p in fixes), leaves)
 
 
 def _state_moves(ckpt: Checkpoint, inventory: dict, keep_version: int) -> list[str]:

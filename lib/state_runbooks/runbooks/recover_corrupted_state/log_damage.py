@@ -22,6 +22,10 @@ What Spark does on restart (HDFSMetadataLog, OffsetSeqLog, CommitLog, StreamMeta
   counts as in flight and is re-run, as after a crash.
 - operator metadata: written only when missing; a damaged one does not stop a restart, stays
   damaged, and Spark's state-metadata source cannot list the operators.
+- ``sources/<i>/<n>`` (a file source's list of input files per source batch): every entry since
+  the last ``.compact`` one is read, so any damaged or missing one fails the restart. The newest
+  batch's entry goes aside with that batch's offsets and commit (the batch runs again); an older
+  one can only come back from a backup.
 - state schema: a damaged one fails the restart (java.io.EOFException); a missing one is written
   again from the query's schema.
 """
@@ -270,16 +274,17 @@ def log_findings(spark, raw, root: str, inventory: dict, offsets: list[int], com
             spark = ("a restart fails reading it (java.io.EOFException). Way back: move it "
                      "aside; the restarted query writes it again from its own schema")
         else:
-            spark = "a restart of a source that keeps this log reads it and fails"
+            spark = _source_entry_way_back(finding, rel, newest_source_entries(raw, offsets),
+                                           commits)
         finding["problem"] = f"{what}; {spark}"
         out.append(finding)
     return out
 
 
-def missing_findings(spark, root: str, inventory: dict, offsets: list[int], commits: list[int]
-                     ) -> list[dict]:
-    """Missing log files that stop a restart: ``metadata`` (with logs present), and the offsets
-    entry of the newest commit."""
+def missing_findings(spark, raw, root: str, inventory: dict, offsets: list[int],
+                     commits: list[int]) -> list[dict]:
+    """Missing log files that stop a restart: ``metadata`` (with logs present), the file source
+    entry of the newest batch, and the offsets entry of the newest commit."""
     out = []
     if "metadata" not in inventory and (offsets or commits):
         qid, where = query_id_hint(None, _backups_of_metadata(spark, root))
@@ -289,6 +294,13 @@ def missing_findings(spark, root: str, inventory: dict, offsets: list[int], comm
                     "problem": "missing: a restart fails with STREAMING_CHECKPOINT_MISSING_METADATA_"
                                "FILE. Way back: restore metadata with the query's id (" + where +
                                "); a new id would make the restarted query another query"})
+    for rel, batch in newest_source_entries(raw, offsets).items():
+        if rel not in inventory and f"{rel}.compact" not in inventory:
+            finding = {"path": rel, "kind": "sources", "damage": "missing", "batch": None,
+                       "critical": True, "moves": [], "target": None}
+            way = _source_entry_way_back(finding, rel, {rel: batch}, commits)
+            finding["problem"] = f"missing; {way}"
+            out.append(finding)
     if commits and commits[-1] not in offsets:
         b = commits[-1]
         out.append({"path": f"commits/{b}", "kind": "commits", "damage": "missing offsets",
@@ -298,6 +310,50 @@ def missing_findings(spark, root: str, inventory: dict, offsets: list[int], comm
                                f"(CONCURRENT_STREAM_LOG_UPDATE). Way back: move commits/{b} "
                                f"aside: Spark re-runs batch {b} from batch {b - 1}'s offsets"})
     return out
+
+
+def newest_source_entries(raw, offsets: list[int]) -> dict[str, int]:
+    """``sources/<i>/<n>`` -> the newest batch, for each file source whose log entry ``n`` that
+    batch added (its offset is ``{"logOffset": n}``, above the batch before's). A file source
+    numbers its log on its own, so the entry is found through the offsets, not the batch id."""
+    if not offsets:
+        return {}
+    newest, before = (_log_offsets(raw, b) for b in (offsets[-1], offsets[-2] if len(offsets) > 1
+                                                     else None))
+    return {f"sources/{i}/{n}": offsets[-1] for i, n in newest.items()
+            if before.get(i, -1) < n}
+
+
+def _log_offsets(raw, batch: int | None) -> dict[int, int]:
+    """Source index -> logOffset in ``offsets/<batch>`` (file sources only; {} when unreadable)."""
+    if batch is None:
+        return {}
+    try:
+        lines = raw.read_bytes(f"offsets/{batch}").decode("utf-8").splitlines()[2:]
+        values = [json.loads(line) if line.strip() not in ("", "-") else None for line in lines]
+    except (OSError, ValueError, RunbookError):
+        return {}
+    return {i: v["logOffset"] for i, v in enumerate(values)
+            if isinstance(v, dict) and isinstance(v.get("logOffset"), int)}
+
+
+def _source_entry_way_back(finding: dict, rel: str, newest: dict[str, int],
+                           commits: list[int]) -> str:
+    """What Spark does with a damaged or missing file source log entry, and the way back: the
+    newest batch's entry goes aside with that batch's offsets and commit (Spark then lists and
+    reads those files again); an older one cannot be rebuilt from the checkpoint."""
+    batch = newest.get(rel)
+    if batch is None:
+        return ("a restart fails: the file source reads every entry of its log since the last "
+                ".compact file. Way back: restore this file from a backup of the checkpoint; "
+                "moving files cannot rebuild the list of input files it held")
+    finding.update(batch=batch, target=batch - 1 if batch > 0 else None,
+                   moves=([rel] if finding["damage"] != "missing" else [])
+                   + ([f"commits/{batch}"] if batch in commits else [])
+                   + [f"offsets/{batch}"])
+    files = " and ".join(finding["moves"])
+    return (f"a restart fails: the file source reads it back for batch {batch}. Way back: move "
+            f"{files} aside: Spark runs batch {batch} again and lists its input files anew")
 
 
 def sidecar_bytes(raw, inventory: dict, rel: str) -> bytes | None:

@@ -101,7 +101,7 @@ class Structure:
     # logs -----------------------------------------------------------------------------------------
     def _check_logs(self) -> None:
         ckpt, offsets, commits = self.ckpt, self.offsets, self.commits
-        for f in (missing_findings(ckpt.spark, ckpt.root, self.inventory, offsets, commits)
+        for f in (missing_findings(ckpt.spark, self.raw, ckpt.root, self.inventory, offsets, commits)
                   + log_findings(ckpt.spark, self.raw, ckpt.root, self.inventory, offsets, commits,
                                  ckpt.fs.has_checksum_layer)):
             self.problems[f["path"]] = Problem(f["path"], f["problem"], None, f["batch"],

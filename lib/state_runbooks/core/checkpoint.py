@@ -8,7 +8,7 @@ Layout (Spark 4.x)::
 
     <root>/metadata                      {"id": "<query id>"}
     <root>/offsets/<batch>               v1 / {"batchWatermarkMs", "batchTimestampMs", "conf"} / sources
-    <root>/commits/<batch>               v1 / {"nextBatchWatermarkMs"}
+    <root>/commits/<batch>               v1 / {"nextBatchWatermarkMs"} (v2: and "stateUniqueIds")
     <root>/state/<op>/_metadata/metadata operator name, stores and their partition counts
     <root>/state/<op>/<partition>/[<store>/]<version>.delta|.snapshot|.zip|.changelog
 
@@ -35,11 +35,16 @@ from state_runbooks.common.runtime import (
 from .fs import open_fs, state_reader_root
 from .fs.base import FileEntry, is_checksum_file
 from .log_files import read_log as _read_log
-from .state_files import DEFAULT_STORE, STATE_FILE_PATTERN, StateFile  # noqa: F401 - part of this API
+from .state_files import (  # noqa: F401 - part of this API
+    DEFAULT_STORE,
+    STATE_FILE_PATTERN,
+    StateFile,
+    StateLayout,
+    checkpoint_format_version,
+    state_layout,
+)
 
 _LOG_SUBFOLDERS = ("offsets", "commits", "sources", "state", "metadata")
-# Folders in a store's folder beside its state files: RocksDB's SSTs, the state schema.
-_OTHER_FOLDERS = ("SSTs", "_metadata")
 
 
 @dataclass(frozen=True)
@@ -84,16 +89,6 @@ class OperatorInfo:
     @property
     def num_partitions(self) -> int:
         return max((s.num_partitions for s in self.stores), default=0)
-
-
-@dataclass
-class _Layout:
-    """State folder layout read from the file system, one listing per folder."""
-    files: list[StateFile] = field(default_factory=list)
-    # (operator, partition, store) -> bytes in other files (SSTs/, _metadata/schema, ...)
-    other_bytes: dict = field(default_factory=dict)
-    partitions: dict = field(default_factory=dict)  # operator -> set of partition ids on disk
-    stores: dict = field(default_factory=dict)  # operator -> set of store names on disk
 
 
 def _batch_ids(fs, folder: str) -> list[int]:
@@ -253,6 +248,16 @@ class Checkpoint:
         newest = max((f.version for f in files), default=None)
         return any(f.kind == "changelog" and f.version == newest for f in files)
 
+    @functools.cached_property
+    def format_version(self) -> int:
+        """Spark's state checkpoint format, 1 or 2 (see ``state_files.checkpoint_format_version``)."""
+        commits = self.commit_batch_ids
+        line = None
+        if commits:
+            with contextlib.suppress(Exception):  # a damaged commit: the file names decide
+                line = self.fs.read_bytes(f"commits/{commits[-1]}")[:8].decode().split("\n")[0]
+        return checkpoint_format_version(line, self._layout.files)
+
     @property
     def has_state_operators(self) -> bool:
         """Whether ``state/`` holds a folder per stateful operator (``state/<operator id>``)."""
@@ -270,9 +275,9 @@ class Checkpoint:
 
     # -- operators and stores -------------------------------------------------------------------
     @functools.cached_property
-    def _layout(self) -> _Layout:
+    def _layout(self) -> StateLayout:
         """The state folder from one listing of its tree (not a call per folder or file)."""
-        return _layout_of(self.fs.walk("state"))
+        return state_layout(self.fs.walk("state"))
 
     def inventory(self) -> dict[str, FileEntry]:
         """Every file of the checkpoint as stored, newly listed: by path relative to the root,
@@ -284,7 +289,7 @@ class Checkpoint:
             metadata = pool.submit(lambda: self._state_metadata_rows)
             listing = self.fs.raw().walk()
             hidden = self.fs.has_checksum_layer  # the checked view hides the sidecars
-            self.__dict__["_layout"] = _layout_of(
+            self.__dict__["_layout"] = state_layout(
                 {rel: e for rel, e in listing.items()
                  if rel.startswith("state/") and not (hidden and is_checksum_file(rel))})
             metadata.result()
@@ -443,37 +448,6 @@ class Checkpoint:
 
     def __repr__(self) -> str:
         return f"Checkpoint({self.root!r})"
-
-
-def _layout_of(entries: dict[str, FileEntry]) -> _Layout:
-    """The state folder from a listing of its tree (paths relative to the checkpoint root)."""
-    layout = _Layout()
-    for rel, entry in entries.items():
-        parts = rel.split("/")[1:]  # <op>/<partition>/[<store>/]<file>, or deeper
-        if len(parts) < 2 or not parts[0].isdigit():
-            continue
-        op = int(parts[0])
-        layout.partitions.setdefault(op, set())
-        layout.stores.setdefault(op, set())
-        if len(parts) < 3 or not parts[1].isdigit():
-            continue  # the operator's own _metadata/, _stateSchema/
-        part, rest = int(parts[1]), parts[2:]
-        store = DEFAULT_STORE
-        layout.partitions[op].add(part)
-        if len(rest) > 1 and rest[0] not in _OTHER_FOLDERS:
-            if rest[0].startswith((".", "_")):
-                continue
-            store, rest = rest[0], rest[1:]  # a join's store folder
-        if len(rest) == 2 and rest[0] in _OTHER_FOLDERS:
-            key = (op, part, store)
-            layout.other_bytes[key] = layout.other_bytes.get(key, 0) + entry.size
-            continue
-        match = STATE_FILE_PATTERN.match(rest[0]) if len(rest) == 1 else None
-        if match:
-            layout.stores[op].add(store)
-            layout.files.append(StateFile(op, part, store, int(match.group(1)),
-                                          match.group(3), entry.size, entry.modified_ms, rel))
-    return layout
 
 
 def _json_dict(text) -> dict:

@@ -13,11 +13,13 @@ import io
 import json
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from state_runbooks.common.formatting import id_ranges
 
 DEFAULT_STORE = "default"
+# Folders in a store's folder beside its state files: RocksDB's SSTs, the state schema.
+OTHER_FOLDERS = ("SSTs", "_metadata")
 STATE_FILE_PATTERN = re.compile(
     r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
 # A store's schema file: v1 beside each store, v2 (Spark 4's schema evolution) per operator.
@@ -38,10 +40,24 @@ class StateFile:
     size: int
     modified_ms: int
     path: str  # relative to the checkpoint root
+    unique_id: str | None = None  # checkpoint format v2: the version's id in the commit log
 
     @property
     def batch_id(self) -> int:
         return self.version - 1
+
+
+CHECKPOINT_FORMAT_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+
+
+def checkpoint_format_version(commit_version_line: str | None, files: list[StateFile]) -> int:
+    """Spark's state checkpoint format: 2 when the newest commit is a ``v2`` entry (it names the
+    unique id of every store's version) or, with no commit to read, when state file names carry
+    ids; else 1. Spark does not pin it in the offsets log, and its reader reads a v2 checkpoint
+    only when the reading session sets ``CHECKPOINT_FORMAT_CONF`` to 2."""
+    if commit_version_line:
+        return 2 if commit_version_line.strip() == "v2" else 1
+    return 2 if any(f.unique_id for f in files) else 1
 
 
 def is_schema_file(rel: str) -> bool:
@@ -81,3 +97,45 @@ def files_seen(files: list[StateFile]) -> str:
     partitions = id_ranges(sorted({f.partition_id for f in files}))
     return (f"{len(files)} files in partitions {partitions}, state versions "
             f"{versions[0]}..{versions[-1]}, {sum(f.size for f in files):,} bytes")
+
+
+@dataclass
+class StateLayout:
+    """The state folder of a checkpoint, from one listing of its tree."""
+    files: list[StateFile] = field(default_factory=list)
+    # (operator, partition, store) -> bytes in other files (SSTs/, _metadata/schema, ...)
+    other_bytes: dict = field(default_factory=dict)
+    partitions: dict = field(default_factory=dict)  # operator -> set of partition ids on disk
+    stores: dict = field(default_factory=dict)  # operator -> set of store names on disk
+
+
+def state_layout(entries: dict) -> StateLayout:
+    """The state folder from a listing of its tree (paths relative to the checkpoint root)."""
+    layout = StateLayout()
+    for rel, entry in entries.items():
+        parts = rel.split("/")[1:]  # <op>/<partition>/[<store>/]<file>, or deeper
+        if len(parts) < 2 or not parts[0].isdigit():
+            continue
+        op = int(parts[0])
+        layout.partitions.setdefault(op, set())
+        layout.stores.setdefault(op, set())
+        if len(parts) < 3 or not parts[1].isdigit():
+            continue  # the operator's own _metadata/, _stateSchema/
+        part, rest = int(parts[1]), parts[2:]
+        store = DEFAULT_STORE
+        layout.partitions[op].add(part)
+        if len(rest) > 1 and rest[0] not in OTHER_FOLDERS:
+            if rest[0].startswith((".", "_")):
+                continue
+            store, rest = rest[0], rest[1:]  # a join's store folder
+        if len(rest) == 2 and rest[0] in OTHER_FOLDERS:
+            key = (op, part, store)
+            layout.other_bytes[key] = layout.other_bytes.get(key, 0) + entry.size
+            continue
+        match = STATE_FILE_PATTERN.match(rest[0]) if len(rest) == 1 else None
+        if match:
+            layout.stores[op].add(store)
+            layout.files.append(StateFile(op, part, store, int(match.group(1)),
+                                          match.group(3), entry.size, entry.modified_ms, rel,
+                                          match.group(2)))
+    return layout

@@ -5,13 +5,16 @@ parameter gets a one-line error naming the valid values instead of a Java stack 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 from functools import reduce
 
 from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.session.spark_session import session_conf
 
 from .checkpoint import DEFAULT_STORE, Checkpoint
 from .operators import StateUnit, find_unit, state_units
+from .state_files import CHECKPOINT_FORMAT_CONF
 
 
 def read_state(ckpt: Checkpoint, operator_id: int = 0, store_name: str = DEFAULT_STORE,
@@ -63,7 +66,7 @@ def read_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int = -1, options: di
     for name, value in {**unit.options, **(options or {})}.items():
         reader = reader.option(name, value)
     with spark_errors(f"reading state of operator {unit.operator_id} {unit.label} at batch "
-                      f"{batch}"):
+                      f"{batch}"), format_conf(ckpt):
         df = reader.load(ckpt.spark_root)
         df.schema  # Spark Connect analyses lazily: a refused read fails here, not at load()
         return df
@@ -183,6 +186,15 @@ def read_state_changes(ckpt: Checkpoint, operator_id: int, store_name: str, firs
         return change_feed(ckpt, operator_id, {"storeName": store_name}, first, last)
 
 
+def format_conf(ckpt: Checkpoint):
+    """The session conf Spark needs to read or rewrite this checkpoint, set while a read is
+    planned or a rewrite runs: its checkpoint format (on v2 both fail without it, and the logs do
+    not pin it)."""
+    if ckpt.format_version == 1:
+        return contextlib.nullcontext()
+    return session_conf(ckpt.spark, {CHECKPOINT_FORMAT_CONF: str(ckpt.format_version)})
+
+
 def change_feed(ckpt: Checkpoint, operator_id: int, options: dict, first_batch: int,
                 last_batch: int):
     """Spark's change feed over ``first_batch`` .. ``last_batch`` with the reader ``options`` of a
@@ -193,4 +205,5 @@ def change_feed(ckpt: Checkpoint, operator_id: int, options: dict, first_batch: 
                "changeEndBatchId": last_batch}
     for name, value in options.items():
         reader = reader.option(name, value)
-    return reader.load(ckpt.spark_root)
+    with format_conf(ckpt):
+        return reader.load(ckpt.spark_root)

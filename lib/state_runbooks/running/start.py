@@ -22,8 +22,9 @@ from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError, RunbookFailed
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
-from state_runbooks.session.spark_session import get_spark
+from state_runbooks.session.spark_session import get_spark, is_connect
 
 from .parameters import check_notebook_parameters
 from .results import Summary, check_fail_on, failing_step, finish, record_error
@@ -155,9 +156,10 @@ class RunbookContext(RunContext):
             query = "unknown (its metadata file is damaged)"
         origin = (f"demo checkpoint ({self.demo.workload}, {self.demo.batches} batches, "
                   f"{self.demo.provider})" if self.demo else "checkpoint")
+        fmt = f", checkpoint format v{ckpt.format_version}" if ckpt.format_version > 1 else ""
         return (f"{self.name} on {origin} {ckpt.root}: query {query}, "
                 f"last committed batch {ckpt.last_committed_batch_id}, "
-                f"provider {ckpt.provider_kind}, Spark {self.spark.version}")
+                f"provider {ckpt.provider_kind}{fmt}, Spark {self.spark.version}")
 
 
 def start_runbook(name: str, checkpoint_path: str = "", spark_master: str = "",
@@ -173,4 +175,8 @@ def start_runbook(name: str, checkpoint_path: str = "", spark_master: str = "",
         checkpoint_path = demo_run.checkpoint_path
     ckpt = Checkpoint(spark, checkpoint_path, require_state=require_state)
     summary.checkpoint_path = ckpt.root
+    if is_connect(spark) and ckpt.format_version > 1:
+        # Spark Connect plans a read when it runs, not when it is built: the reads of this run
+        # need the checkpoint's format set in the session for the whole run.
+        spark.conf.set(CHECKPOINT_FORMAT_CONF, str(ckpt.format_version))
     return RunbookContext(name, spark, summary, summary_path, fail_on, ckpt, demo_run)

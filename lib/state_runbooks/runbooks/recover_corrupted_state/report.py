@@ -102,7 +102,11 @@ def options_lines(diag: Diagnosis) -> list[str]:
         return ["(c) nothing to recover: no batch was committed yet"]
     lines = []
     broken_state = g != c
-    if not broken_state:
+    stops_restart = [p.path for p in diag.problems if p.critical]
+    if not broken_state and stops_restart:
+        lines.append(f"(c) the state loads, but a restart fails on {stops_restart[0]} (above): "
+                     "make the repair below first, then restart the query")
+    elif not broken_state:
         lines.append("(c) nothing in the committed state is broken: restart the query as it is"
                      + (f" (Spark re-runs batch {diag.in_flight[0]}, which was in flight)"
                         if diag.in_flight else ""))
@@ -129,11 +133,20 @@ def options_lines(diag: Diagnosis) -> list[str]:
 
 
 # -- the summary -----------------------------------------------------------------------------------
+def resume_batch_id(diag: Diagnosis, plan: Plan) -> int | None:
+    """The last batch a restart can go on from: the last good one, or earlier when a damaged log
+    file makes the repair roll back further (a commit without its offsets entry)."""
+    g, target = diag.last_good_batch_id, plan.target_batch_id
+    if plan.moves and target is not None and target >= 0 and (g is None or target < g):
+        return target
+    return g
+
+
 def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> None:
     """The runbook's keys and findings in the run summary."""
     summary.details.update({
         "last_committed_batch_id": diag.last_committed_batch_id,
-        "last_good_batch_id": diag.last_good_batch_id,
+        "last_good_batch_id": resume_batch_id(diag, plan),
         "broken": diag.broken(),
         "plan": plan.summary(),
         "applied": bool(outcome and outcome.applied),

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.state_reader import format_conf
 from state_runbooks.safety import safekeeping
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
 from state_runbooks.safety.safekeeping import (
@@ -117,7 +118,8 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
         return out
     started = time.perf_counter()
     try:
-        getattr(ckpt.spark, API_NAME).repartition(ckpt.root, n1, ENFORCE_EXACTLY_ONCE_SINK)
+        with format_conf(ckpt):
+            getattr(ckpt.spark, API_NAME).repartition(ckpt.root, n1, ENFORCE_EXACTLY_ONCE_SINK)
         spark_failed = None
     except Exception as exc:  # noqa: BLE001 - Py4J wraps whatever Spark raised
         spark_failed = first_line(exc)

@@ -325,8 +325,15 @@ def test_retention_counts_batches_from_the_logs(spark, tmp_path):
                                 extra_conf={"spark.sql.streaming.minBatchesToRetain": "2"})
     ckpt = Checkpoint(spark, run.checkpoint_path)
     assert ckpt.offset_batch_ids[0] > 0  # Spark purged the oldest log entries
+    # The setting is not in the offsets log; the purged logs show the query's own value.
+    assert "minBatchesToRetain" not in str(ckpt.pinned_conf)
+    assert ckpt.retention() == (2, f"from the logs: Spark purged the entries before "
+                                   f"{ckpt.offset_batch_ids[0]}")
     item = inspect_state.retention_check(ckpt)
-    assert item.status != "info" and "after 5 batches" in item.evidence
+    assert "minBatchesToRetain=2" in item.evidence
+    oldest_state = min(f.batch_id for f in ckpt.state_files())
+    # Files older than the logs are said to be on disk, never "cleaned".
+    assert (item.status == "pass") == (oldest_state >= ckpt.offset_batch_ids[0]), item.evidence
 
 
 def test_offsets_gaps_without_state_is_a_clear_error(spark, tmp_path):

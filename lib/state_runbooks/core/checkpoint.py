@@ -271,7 +271,19 @@ class Checkpoint:
 
     @property
     def min_batches_to_retain(self) -> int:
-        return int(self.pinned_conf.get(MIN_BATCHES_TO_RETAIN_CONF, DEFAULT_MIN_BATCHES_TO_RETAIN))
+        return self.retention()[0]
+
+    def retention(self) -> tuple[int, str]:
+        """``minBatchesToRetain`` and where it comes from. The offsets log does not record it;
+        once Spark has purged old log entries (it keeps that many batches before the newest), the
+        logs show the query's own value; before, only Spark's default can be said."""
+        if MIN_BATCHES_TO_RETAIN_CONF in self.pinned_conf:
+            return int(self.pinned_conf[MIN_BATCHES_TO_RETAIN_CONF]), "pinned in the offsets log"
+        ids = self.offset_batch_ids
+        if ids and ids[0] > 0:
+            return ids[-1] - ids[0], f"from the logs: Spark purged the entries before {ids[0]}"
+        return DEFAULT_MIN_BATCHES_TO_RETAIN, ("Spark's default: the logs are not purged yet and "
+                                               "the query's own setting is not recorded")
 
     # -- operators and stores -------------------------------------------------------------------
     @functools.cached_property

@@ -137,6 +137,19 @@ def _join_format(ckpt: Checkpoint, op: OperatorInfo) -> int:
     return int(pinned) if pinned.isdigit() else DEFAULT_JOIN_FORMAT
 
 
+def rocksdb_only(ckpt: Checkpoint) -> str | None:
+    """Why this checkpoint's state can live only in RocksDB (transformWithState, a join in state
+    format 3: both use RocksDB's column families), or None."""
+    for op in ckpt.operators():
+        model = operator_model(ckpt, op.operator_id)
+        if model.family == "transform_with_state" or model.join_state_format == 3:
+            what = ("transformWithState" if model.family == "transform_with_state"
+                    else "a join in state format 3")
+            return (f"operator {op.operator_id} is {what}, which Spark runs only on RocksDB "
+                    "(column families)")
+    return None
+
+
 def operator_model(ckpt: Checkpoint, operator_id: int) -> OperatorModel:
     op = ckpt.operator(operator_id)
     family = describe(op.operator_name, [s.store_name for s in op.stores])

@@ -37,8 +37,8 @@ class Recommendation:
 def recommend(rows: int, heap_bytes: float, payload_bytes: float, num_partitions: int,
               max_rows_on_hdfs: int | None = None,
               max_heap_per_partition: int = HDFS_MAX_HEAP_PER_PARTITION,
-              max_payload_per_partition: int = ROCKSDB_MAX_PAYLOAD_PER_PARTITION
-              ) -> Recommendation:
+              max_payload_per_partition: int = ROCKSDB_MAX_PAYLOAD_PER_PARTITION,
+              rocksdb_only: str | None = None) -> Recommendation:
     """Provider and partitions, with the thresholds that decided them in ``reason``.
 
     RocksDB above the inspect runbook's row threshold (``store_scan.LARGE_STATE_ROWS``); otherwise
@@ -47,6 +47,11 @@ def recommend(rows: int, heap_bytes: float, payload_bytes: float, num_partitions
     under ``max_payload_per_partition``.
     """
     limit = LARGE_STATE_ROWS if max_rows_on_hdfs is None else max_rows_on_hdfs
+    if rocksdb_only:
+        partitions = max(num_partitions, math.ceil(payload_bytes / max_payload_per_partition))
+        return Recommendation("rocksdb", partitions,
+                              f"{rocksdb_only}; partitions keep the row bytes per partition <= "
+                              f"{format_bytes(max_payload_per_partition)}")
     if rows > limit:
         partitions = max(num_partitions, math.ceil(payload_bytes / max_payload_per_partition))
         return Recommendation("rocksdb", partitions,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 
 from state_runbooks.common.formatting import format_bytes
+from state_runbooks.core.operators import rocksdb_only
 from state_runbooks.core.store_scan import LARGE_STATE_ROWS
 
 from .demo_comparison import ACCURACY_TARGET, Comparison
@@ -161,10 +162,13 @@ def estimate_lines(measurements: list[StoreMeasurement], restarted_each_batch: b
 
 
 def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeasurement] | None,
-                         projection: Projection | None) -> list[str]:
+                         projection: Projection | None, ckpt=None) -> list[str]:
     """The recommendation from the napkin (when there is one), from the measured state, and at
-    the projection."""
+    the projection; with the checkpoint, what it runs on only (RocksDB for transformWithState)
+    and what a change of the provider it pins costs."""
     lines = []
+    only = rocksdb_only(ckpt) if ckpt is not None else None
+    pinned = ckpt.provider_kind if ckpt is not None else None
     if napkin_est is not None:
         rec = napkin_est.recommendation
         lines.append(f"Napkin: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions "
@@ -172,15 +176,27 @@ def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeas
     if measurements:
         total = measured_totals(measurements)
         partitions = max(m.num_partitions for m in measurements)
-        now = recommend(total.rows, total.heap_bytes, total.payload_bytes, partitions)
+        now = recommend(total.rows, total.heap_bytes, total.payload_bytes, partitions,
+                        rocksdb_only=only)
         lines.append(f"Measured: {PROVIDER_NAMES[now.provider]}, {now.partitions:,} partitions "
                      f"({now.reason}); the checkpoint has {partitions:,}.")
         if projection is not None and total.rows:
             scale = projection.rows / total.rows
             later = recommend(projection.rows, total.heap_bytes * scale,
-                              total.payload_bytes * scale, partitions)
+                              total.payload_bytes * scale, partitions, rocksdb_only=only)
             lines.append(f"In {projection.horizon_batches:,} batches at the measured growth: "
                          f"{PROVIDER_NAMES[later.provider]}, {later.partitions:,} partitions "
                          f"({later.reason}).")
+        wanted = {now.provider} | ({later.provider} if projection is not None and total.rows
+                                   else set())
+        if pinned == "hdfs" and "rocksdb" in wanted:
+            lines.append("The checkpoint pins the HDFS-backed provider: a restart keeps it "
+                         "whatever the session says. 09 rewrite state moves this checkpoint to "
+                         "RocksDB keeping every row; a new checkpoint would start with empty "
+                         "state.")
+        elif pinned == "rocksdb" and "hdfs" in wanted:
+            lines.append("The checkpoint pins RocksDB, which keeps state of any of these sizes: "
+                         "keep it (going back to the HDFS-backed provider needs a new "
+                         "checkpoint, whose state starts empty).")
     return [textwrap.fill(line, 100, subsequent_indent="  ") for line in lines]
 

@@ -67,10 +67,12 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
         items.append(CheckItem("Changelog checkpointing", "pass",
                                "RocksDB writes <version>.changelog files"))
     else:
-        items.append(CheckItem("Changelog checkpointing", "warn",
-                               "RocksDB uploads a full snapshot (zip) every batch; set "
-                               "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing."
-                               "enabled=true on a new checkpoint"))
+        items.append(CheckItem("Changelog checkpointing", "info",
+                               "RocksDB uploads a full snapshot (zip) every batch; to upload "
+                               "only each batch's changes, set spark.sql.streaming.stateStore."
+                               "rocksdb.changelogCheckpointing.enabled=true in the query's "
+                               "session and restart it: the checkpoint does not pin this flag, "
+                               "so the same checkpoint switches at the next batch"))
 
     last = ckpt.last_committed_batch_id
     watermark, where = ckpt.watermark(last) if last is not None else (0, "offsets")
@@ -175,24 +177,26 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
 
 
 def retention_check(ckpt: Checkpoint) -> CheckItem:
-    """Whether state maintenance deletes old versions: the retained range's start advances once
-    more than ``minBatchesToRetain`` batches have run. Batches are counted from the logs' batch
-    ids (Spark numbers batches from 0 and purges old log files too), not from retained files."""
-    lo, _hi = ckpt.retained_batch_range()
+    """Whether old state versions are deleted: state files older than the oldest batch the logs
+    keep are what state maintenance (a background task of the running query) has yet to delete.
+    ``minBatchesToRetain`` comes from the checkpoint (``Checkpoint.retention``)."""
     batches = ckpt.offset_batch_ids
     ran = batches[-1] + 1 if batches else 0
-    retain = ckpt.min_batches_to_retain
-    if lo > 0:
-        return CheckItem("Old state versions cleaned up", "pass",
-                         f"oldest retained batch is {lo} after {ran} batches "
-                         f"(minBatchesToRetain={retain})")
-    if ran <= retain:
+    retain, source = ckpt.retention()
+    oldest_state = min((f.batch_id for f in ckpt.state_files()), default=None)
+    oldest_log = batches[0] if batches else 0
+    said = f"minBatchesToRetain={retain} ({source})"
+    if oldest_state is None or ran <= retain:
         return CheckItem("Old state versions cleaned up", "info",
-                         f"not due yet: {ran} batches ran, Spark keeps the last "
-                         f"minBatchesToRetain={retain}")
-    return CheckItem("Old state versions cleaned up", "warn",
-                     f"state from batch {lo} is still on disk after {ran} batches "
-                     f"(minBatchesToRetain={retain}): state maintenance has not cleaned up")
+                         f"not due yet: {ran} batches ran; {said}")
+    if oldest_state >= oldest_log:
+        return CheckItem("Old state versions cleaned up", "pass",
+                         f"the oldest state on disk is batch {oldest_state}'s, the logs keep "
+                         f"batches {oldest_log}..{batches[-1]}; {said}")
+    return CheckItem("Old state versions cleaned up", "info",
+                     f"state from batch {oldest_state} is still on disk while the logs keep "
+                     f"batches {oldest_log}..{batches[-1]}: state maintenance, which runs in the "
+                     f"background while the query runs, has not deleted it yet; {said}")
 
 
 def checklist_lines(items: list[CheckItem]) -> list[str]:

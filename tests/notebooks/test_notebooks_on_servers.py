@@ -28,9 +28,13 @@ REPO = repo_notebooks_dir().parent
 NOTEBOOKS = [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
 # 05's demo breaks its own checkpoint, which takes file changes Spark Connect cannot make outside
 # Databricks: over Connect it is checked on a checkpoint broken beforehand (below). 07's demo
-# repartitions, which Spark Connect has no API for: its own test below pins what differs.
+# repartitions, which Spark Connect has no API for: its own test below pins what differs. 08
+# plans the changed query with Spark's own checks and rehearses it on a copy, and 09 calls Spark's
+# state rewriter: over Connect (no JVM, no file copies outside Databricks) each says which half
+# ran, tested in their own files (tests/spark/test_check_query_change.py, test_rewrite_state.py).
 CONNECT_DEMOS = [n for n in NOTEBOOKS if n not in ("05_recover_corrupted_state",
-                                                   "07_repartition_state")]
+                                                   "07_repartition_state",
+                                                   "08_check_query_change", "09_rewrite_state")]
 CHECK_TAG = "nbval-check-output"
 
 

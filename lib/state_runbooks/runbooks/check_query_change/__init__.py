@@ -1,0 +1,44 @@
+"""The check-query-change runbook (08): will this query change restart on this checkpoint?
+
+One module per concern:
+
+- :mod:`.load_job`: import the job's own file, call its function, take the query apart;
+- :mod:`.layout` and :mod:`.schemas`: the checkpoint's operators and state schemas, and Spark's
+  compatibility rule;
+- :mod:`.plan_text`: the changed query's sources, watermarks and operators from its plan;
+- :mod:`.pinned_settings`: what the checkpoint pins against what the job sets;
+- :mod:`.spark_check`: Spark's own restart checks, called by planning the changed query;
+- :mod:`.compare`: old against new, a verdict per difference, the prediction;
+- :mod:`.rehearsal`: the changed query restarted for one batch on a scratch copy;
+- :mod:`.check`: all of it, and the decision; :mod:`.report`: lines and summary;
+- :mod:`.demo`: the demo job's three changes.
+"""
+from .check import Check, add_rehearsal, check_query_change, halves
+from .demo import (
+    CHANGES,
+    DEMO,
+    DEMO_JOB_FILE,
+    DemoChange,
+    demo_lines,
+    job_to_check,
+    run_demo_changes,
+)
+from .load_job import DEFAULT_FUNCTION, JobQuery, load_job
+from .report import (
+    ignored_lines,
+    prediction_line,
+    rehearsal_lines,
+    side_by_side_lines,
+    summarize,
+    summary_details,
+    verdict_line,
+    verdict_lines,
+)
+
+__all__ = [
+    "Check", "add_rehearsal", "check_query_change", "halves", "job_to_check",
+    "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "demo_lines", "run_demo_changes",
+    "DEFAULT_FUNCTION", "JobQuery", "load_job",
+    "ignored_lines", "prediction_line", "rehearsal_lines", "side_by_side_lines", "summarize",
+    "summary_details", "verdict_line", "verdict_lines",
+]

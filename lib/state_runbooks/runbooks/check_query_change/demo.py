@@ -1,0 +1,61 @@
+"""The demo: the checkpoint of ``events_per_window.build`` and three changes to it, each judged,
+predicted and rehearsed: one Spark accepts, one it rejects, one whose setting it overrides."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.demos.jobs import events_per_window
+from state_runbooks.running.start import check_not_placeholder
+
+from .check import Check, check_query_change
+from .load_job import load_job
+
+DEMO_JOB_FILE = events_per_window.__file__
+# The demo checkpoint: the job's query, 3 batches of 10 rows, on 2 partitions.
+DEMO = {"workload": "window_agg", "batches": 3, "rows_per_batch": 10, "partitions": 2}
+CHANGES = (
+    ("build_filtered", "a filter before the aggregation, a column after it"),
+    ("build_with_max", "a new aggregate, max(amount)"),
+    ("build_more_partitions", "spark.sql.shuffle.partitions set to 8"),
+)
+
+
+@dataclass
+class DemoChange:
+    function: str
+    description: str
+    check: Check
+
+
+def run_demo_changes(spark, ckpt, rehearse_change: bool = True) -> list[DemoChange]:
+    out = []
+    for function, description in CHANGES:
+        job = load_job(spark, DEMO_JOB_FILE, function)
+        out.append(DemoChange(function, description,
+                              check_query_change(spark, ckpt, job, rehearse_change)))
+    return out
+
+
+def demo_lines(changes: list[DemoChange]) -> list[str]:
+    lines = []
+    for c in changes:
+        check = c.check
+        agree = ("rehearsal agrees" if check.rehearsed and not check.disagreement else
+                 check.disagreement or "not rehearsed")
+        lines.append(f"{c.function} ({c.description}): {check.status}, {check.restart}"
+                     + (f" with {check.error_class}" if check.error_class else "")
+                     + (f", ignored: {', '.join(check.ignored_settings)}"
+                        if check.ignored_settings else "") + f"; {agree}")
+    return lines
+
+
+def job_to_check(is_demo: bool, query_file: str, query_function: str) -> tuple[str, str]:
+    """The job file and function to check: the ones given, or on the demo its rejected change."""
+    check_not_placeholder("query_file", query_file)
+    if str(query_file or "").strip():
+        return query_file, query_function
+    if is_demo:
+        return DEMO_JOB_FILE, "build_with_max"
+    raise RunbookError("query_file is empty: pass the job's Python file whose function "
+                       f"{query_function or 'build'}(spark) returns the changed query")

@@ -1,0 +1,224 @@
+"""The rehearsal: the changed query restarted for one batch on a scratch copy of the checkpoint,
+its sink replaced by Spark's ``noop`` sink (which writes nothing), and what Spark did.
+
+The copy holds what a restart reads: the ``metadata`` file, the newest offsets entry and the one
+before it, the commits up to the batch before the newest, ``sources/``, every operator's metadata
+and schema files, and per store the state files that load the state the newest batch starts
+from (the newest snapshot at or below that version and the deltas or changelogs after it; for
+RocksDB the SST files its snapshot names). The newest batch is left uncommitted in the copy, so
+the restart runs that batch again with its logged offsets: it reads a known, bounded slice of
+the source and passes through every check a restart makes (sources, operators, schemas, the
+pinned settings), however much new data waits. The copy is removed afterwards; the checkpoint is
+only read.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import time
+from dataclasses import dataclass, field
+
+from state_runbooks.common.errors import RunbookError, first_line, full_error_text
+from state_runbooks.core.fs import open_fs
+from state_runbooks.core.state_files import STATE_FILE_PATTERN, zip_ssts
+from state_runbooks.session.spark_session import progress_dict, session_conf
+
+from .spark_check import checked_files, copy_pointing_here
+
+TIMEOUT_SECONDS = 600
+# Error classes of a restart that the rehearsal proves; any other failure (a source this machine
+# cannot reach, the job's own code) leaves the prediction standing.
+RESTART_ERROR_PREFIXES = ("STATE_STORE_", "STREAMING_", "STDS_", "CANNOT_LOAD_STATE_STORE",
+                          "STATE_SCHEMA", "STREAM_FAILED")
+SOURCES_ASSERTION = "sources in the checkpoint offsets"
+
+
+@dataclass
+class CopyPlan:
+    batch_id: int  # the batch the rehearsal runs again
+    files: list[str]  # relative paths
+    copy_bytes: int
+    checkpoint_bytes: int
+    checkpoint_files: int
+
+
+@dataclass
+class Rehearsal:
+    ran: bool | None  # True: the batch ran; False: Spark failed it; None: not run or inconclusive
+    batch_id: int | None = None
+    error_class: str | None = None
+    message: str = ""
+    conclusive: bool = False  # the outcome says what a restart does
+    seconds: float = 0.0
+    copy: CopyPlan | None = None
+    shuffle_partitions: list[int] = field(default_factory=list)  # from the batch's progress
+    input_rows: int | None = None
+    note: str = ""
+    removed: bool = False
+
+    @property
+    def restart(self) -> str | None:
+        if not self.conclusive:
+            return None
+        return "restarts" if self.ran else "fails"
+
+
+def _loads(files: dict, version: int) -> list[str]:
+    """The state files that load ``version`` of one store: the newest snapshot at or below it
+    and every delta or changelog after that snapshot (all of them when there is none)."""
+    snapshots = [v for v, kinds in files.items() if v <= version and
+                 ({"snapshot", "zip"} & set(kinds))]
+    base = max(snapshots, default=0)
+    out = []
+    for v in sorted(files):
+        if v > version or v < base:
+            continue
+        for kind, rel in files[v].items():
+            if v == base and kind in ("snapshot", "zip") or v > base and kind in (
+                    "delta", "changelog"):
+                out.append(rel)
+    return out
+
+
+def plan_copy(ckpt) -> CopyPlan:
+    """What the copy must hold to run the newest batch again (see the module's docstring)."""
+    batch = ckpt.offset_batch_ids[-1] if ckpt.offset_batch_ids else None
+    if batch is None:
+        raise RunbookError(f"checkpoint {ckpt.root} has no offsets entry: the query never ran a "
+                           "batch, so any change restarts as a new query")
+    listing = ckpt.fs.walk()
+    keep = {"metadata"} & set(listing)
+    keep |= {f"offsets/{b}" for b in (batch - 1, batch)} & set(listing)
+    keep |= {f"commits/{b}" for b in ckpt.commit_batch_ids if b < batch}
+    keep |= {rel for rel in listing if rel.startswith("sources/")}
+    keep |= set(checked_files(listing))
+    stores: dict = {}
+    for rel in listing:
+        parts = rel.split("/")
+        if len(parts) < 4 or parts[0] != "state":
+            continue
+        match = STATE_FILE_PATTERN.match(parts[-1])
+        if match:
+            folder = "/".join(parts[:-1])
+            stores.setdefault(folder, {}).setdefault(int(match.group(1)), {})[match.group(3)] = rel
+        elif len(parts) >= 5 and parts[-2] == "_metadata" and parts[-1] == "schema":
+            keep.add(rel)
+    for folder, files in stores.items():
+        chosen = _loads(files, batch)  # state version N is what batch N starts from
+        keep |= set(chosen)
+        for rel in chosen:
+            if rel.endswith(".zip"):
+                keep |= {f"{folder}/SSTs/{name}" for name, _ in zip_ssts(ckpt.fs, rel) or []}
+    keep &= set(listing)
+    return CopyPlan(batch, sorted(keep), sum(listing[r].size for r in keep),
+                    sum(e.size for e in listing.values()), len(listing))
+
+
+def scratch_root(ckpt, scratch_dir: str = "") -> str:
+    """Where the copy goes: ``scratch_dir``, else beside the checkpoint (the executors that run
+    the rehearsal must see it, as they see the checkpoint)."""
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S%f")
+    base = scratch_dir.rstrip("/") if scratch_dir else ckpt.root.rstrip("/") + ".query-change"
+    return f"{base}-{stamp}"
+
+
+def _remove(spark, fs) -> bool:
+    """Remove the copy (a folder this module made and nothing else)."""
+    hadoop = getattr(fs, "_fs", None)
+    if hadoop is not None:
+        return bool(hadoop.delete(fs._path(""), True))
+    dbutils = getattr(fs, "_dbutils", None)
+    if dbutils is not None:
+        return bool(dbutils.fs.rm(fs.uri(""), True))
+    return False
+
+
+def error_class_of(exc: BaseException) -> str | None:
+    """The innermost Spark error class of a failed restart (``STREAM_FAILED`` only when it
+    wraps nothing with a class)."""
+    from state_runbooks.common.errors import _ERROR_CLASS
+    classes = [m.group(1) for m in _ERROR_CLASS.finditer(full_error_text(exc))]
+    inner = [c for c in classes if c != "STREAM_FAILED"]
+    return inner[0] if inner else (classes[0] if classes else None)
+
+
+def _conclusive(error_class: str | None, text: str) -> bool:
+    if SOURCES_ASSERTION in text:
+        return True
+    return bool(error_class) and error_class.startswith(RESTART_ERROR_PREFIXES) and not (
+        error_class == "STREAM_FAILED")
+
+
+def rehearse(spark, ckpt, job, scratch_dir: str = "",
+             timeout_seconds: float = TIMEOUT_SECONDS) -> Rehearsal:
+    """Copy, restart for one batch, report, remove the copy."""
+    start = time.perf_counter()
+    plan = plan_copy(ckpt)
+    root = scratch_root(ckpt, scratch_dir)
+    copy = open_fs(spark, root)
+    if not getattr(copy, "can_modify", True):
+        return Rehearsal(None, plan.batch_id, copy=plan, note=(
+            "not run: this Spark Connect session cannot copy files (no dbutils.fs); run it from "
+            "a classic session, or on Databricks"))
+    result = Rehearsal(None, plan.batch_id, copy=plan)
+    try:
+        for rel in plan.files:
+            copy_pointing_here(ckpt.fs, copy, rel)
+        _run(spark, job, copy.uri(""), plan.batch_id, timeout_seconds, result)
+    finally:
+        try:
+            result.removed = _remove(spark, copy)
+        except Exception as exc:  # noqa: BLE001 - say it; the rehearsal's outcome stands
+            result.note += f"; the copy {root} could not be removed: {first_line(exc)}"
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _run(spark, job, path: str, batch_id: int, timeout_seconds: float, out: Rehearsal) -> None:
+    query = None
+    try:
+        with session_conf(spark, job.job_conf):
+            query = (job.df.writeStream.format("noop").outputMode(job.output_mode)
+                     .option("checkpointLocation", path)
+                     .trigger(once=True)  # exactly one batch: the one left uncommitted
+                     .start())
+            finished = query.awaitTermination(timeout_seconds)
+        if not finished:
+            query.stop()
+            out.note = f"the batch did not finish within {timeout_seconds:.0f} s; stopped"
+            return
+        progress = [progress_dict(p) for p in query.recentProgress]
+        ran = [p for p in progress if p.get("batchId") == batch_id]
+        out.ran, out.conclusive = True, bool(ran)
+        if ran:
+            out.shuffle_partitions = sorted({op.get("numShufflePartitions") for op in
+                                             ran[-1].get("stateOperators", [])} - {None})
+            out.input_rows = ran[-1].get("numInputRows")
+        else:
+            out.note = "no batch ran (the source returned no data for the logged offsets)"
+    except Exception as exc:  # noqa: BLE001 - what Spark raised is the result
+        text = full_error_text(exc)
+        out.error_class = error_class_of(exc)
+        out.message = _spark_message(text)
+        out.ran = False
+        out.conclusive = _conclusive(out.error_class, text)
+        if not out.conclusive:
+            out.ran = None
+            out.note = ("the batch did not run here, for a reason that is not a restart check "
+                        "(a source this machine cannot read, the job's own code): the "
+                        "prediction stands")
+    finally:
+        if query is not None and query.isActive:
+            query.stop()
+
+
+def _spark_message(text: str) -> str:
+    """The failing check's own sentence: after the innermost error class, or the assertion."""
+    from state_runbooks.common.errors import _ERROR_CLASS
+    if SOURCES_ASSERTION in text:
+        start = text.find("There are [")
+        return text[start:text.find("Cannot continue.", start) + len("Cannot continue.")]
+    marks = [m for m in _ERROR_CLASS.finditer(text) if m.group(1) != "STREAM_FAILED"]
+    if marks:
+        rest = text[marks[0].start():]
+        return " ".join(rest.split("\n")[:2]).split(" SQLSTATE")[0].strip()
+    return text.strip().splitlines()[0] if text.strip() else ""

@@ -1,0 +1,167 @@
+"""State schemas as Spark stores them, and Spark's rule for comparing them.
+
+Each store keeps the key and value schema it was written with: ``state/<op>/0/[<store>/]
+_metadata/schema`` (format v1 or v2: a version string, then the key and value schemas as JSON),
+or, for transformWithState, ``state/<op>/_stateSchema/<store>/<batch>_<id>`` (v3: one entry per
+column family). v1 and v2 are read here; v3 is read with Spark's own reader in a classic
+session.
+
+Spark's rule (``StateSchemaCompatibilityChecker``): a key or value schema is accepted when it is
+the same, or the same fields in the same order with the same types, names aside, where a field
+may become non-nullable but not nullable. A changed key raises
+``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``, a changed value ``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``.
+:func:`compatible` mirrors it for reading and for Spark Connect; in a classic session the verdict
+comes from Spark's own check (:mod:`.spark_check`).
+"""
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+from state_runbooks.session.spark_session import is_connect
+
+KEY_NOT_COMPATIBLE = "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"
+VALUE_NOT_COMPATIBLE = "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"
+
+
+@dataclass(frozen=True)
+class ColumnFamilySchema:
+    """The schemas of one store (or of one column family of transformWithState's store)."""
+    name: str  # "default", or the column family (a state variable, its timers)
+    key: dict  # a StructType as Spark's JSON
+    value: dict
+
+
+def _read_utf(data: bytes, at: int) -> tuple[str, int]:
+    (length,) = struct.unpack_from(">H", data, at)
+    start = at + 2
+    # Java's modified UTF-8 differs from UTF-8 only for NUL and supplementary characters.
+    return data[start:start + length].decode("utf-8", errors="replace"), start + length
+
+
+def _read_chunks(data: bytes, at: int) -> tuple[str, int]:
+    (count,) = struct.unpack_from(">i", data, at)
+    at += 4
+    parts = []
+    for _ in range(count):
+        part, at = _read_utf(data, at)
+        parts.append(part)
+    return "".join(parts), at
+
+
+def parse_schema_file(data: bytes) -> list[ColumnFamilySchema] | None:
+    """A v1 or v2 schema file's key and value schema; None for other versions (v3)."""
+    version, at = _read_utf(data, 0)
+    if version == "v1":
+        key, at = _read_utf(data, at)
+        value, _ = _read_utf(data, at)
+    elif version == "v2":
+        key, at = _read_chunks(data, at)
+        value, _ = _read_chunks(data, at)
+    else:
+        return None
+    return [ColumnFamilySchema("default", json.loads(key), json.loads(value))]
+
+
+def read_schema_file(spark, fs, rel: str) -> list[ColumnFamilySchema] | None:
+    """The schemas a schema file holds: v1 and v2 here, v3 with Spark's reader (classic
+    sessions); None when it cannot be read from here."""
+    data = fs.read_bytes(rel)
+    parsed = parse_schema_file(data)
+    if parsed is not None or is_connect(spark):
+        return parsed
+    return _read_with_spark(spark, fs.uri(rel))
+
+
+def _read_with_spark(spark, uri: str) -> list[ColumnFamilySchema] | None:
+    jvm = spark._jvm
+    try:
+        loader = jvm.Thread.currentThread().getContextClassLoader()
+        readers = jvm.java.lang.Class.forName(
+            "org.apache.spark.sql.execution.streaming.state.SchemaHelper$SchemaReader$", True,
+            loader).getField("MODULE$").get(None)
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+        stream = fs.open(path)  # read only: Spark's own reader takes an open stream
+        try:
+            reader = readers.createSchemaReader(stream.readUTF())
+            families = reader.read(stream)
+        finally:
+            stream.close()
+        out = []
+        for i in range(families.size()):
+            cf = families.apply(i)
+            out.append(ColumnFamilySchema(str(cf.colFamilyName()), json.loads(cf.keySchema().json()),
+                                          json.loads(cf.valueSchema().json())))
+        return out
+    except Exception:  # noqa: BLE001 - another Spark version's reader: not readable from here
+        return None
+
+
+def _compatible_type(new, stored) -> bool:
+    if isinstance(new, dict) and isinstance(stored, dict):
+        if new.get("type") != stored.get("type"):
+            return False
+        kind = new.get("type")
+        if kind == "struct":
+            a, b = new.get("fields", []), stored.get("fields", [])
+            return len(a) == len(b) and all(
+                _compatible_type(x["type"], y["type"]) and (y["nullable"] or not x["nullable"])
+                for x, y in zip(a, b))
+        if kind == "array":
+            return (_compatible_type(new["elementType"], stored["elementType"]) and
+                    (stored["containsNull"] or not new["containsNull"]))
+        if kind == "map":
+            return (_compatible_type(new["keyType"], stored["keyType"]) and
+                    _compatible_type(new["valueType"], stored["valueType"]) and
+                    (stored["valueContainsNull"] or not new["valueContainsNull"]))
+        return new == stored
+    return new == stored
+
+
+def compatible(new: dict, stored: dict) -> bool:
+    """Spark's rule for one schema (``DataType.equalsIgnoreNameAndCompatibleNullability``)."""
+    return new == stored or _compatible_type(new, stored)
+
+
+def show(schema: dict | None) -> str:
+    """A schema in one short line: ``name type, ...`` (nested structs in angle brackets)."""
+    if schema is None:
+        return "not readable from here"
+
+    def kind(t) -> str:
+        if isinstance(t, str):
+            return {"void": "null"}.get(t, t)
+        if t.get("type") == "struct":
+            return "<" + ", ".join(f"{f['name']} {kind(f['type'])}" for f in t["fields"]) + ">"
+        if t.get("type") == "array":
+            return f"array<{kind(t['elementType'])}>"
+        if t.get("type") == "map":
+            return f"map<{kind(t['keyType'])}, {kind(t['valueType'])}>"
+        return str(t.get("type"))
+
+    return kind(schema)[1:-1] if schema.get("type") == "struct" else kind(schema)
+
+
+def difference(new: dict | None, stored: dict | None) -> str:
+    """What changed between two schemas, in a few words."""
+    if new is None or stored is None:
+        return "not comparable from here"
+    if new == stored:
+        return "same"
+    a, b = new.get("fields", []), stored.get("fields", [])
+    if len(a) != len(b):
+        names_a, names_b = [f["name"] for f in a], [f["name"] for f in b]
+        added = [n for n in names_a if n not in names_b]
+        removed = [n for n in names_b if n not in names_a]
+        parts = ([f"added {', '.join(added)}"] if added else []) + \
+                ([f"removed {', '.join(removed)}"] if removed else [])
+        return f"{len(b)} -> {len(a)} fields" + (f" ({'; '.join(parts)})" if parts else "")
+    for x, y in zip(a, b):
+        if not _compatible_type(x["type"], y["type"]):
+            return f"{y['name']}: {show({'type': 'struct', 'fields': [y]})} -> " \
+                   f"{show({'type': 'struct', 'fields': [x]})}"
+        if x["nullable"] and not y["nullable"]:
+            return f"{x['name']} becomes nullable"
+    return "field names only" if compatible(new, stored) else "changed"

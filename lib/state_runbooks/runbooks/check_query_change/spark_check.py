@@ -1,0 +1,180 @@
+"""Spark's own restart checks, called without running a batch (classic sessions).
+
+When a query restarts, Spark plans its first batch with ``IncrementalExecution`` and, because it
+is the first batch of the run, checks every stateful operator against the checkpoint: the
+operator metadata (``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``) and each store's
+key and value schema (``StateSchemaCompatibilityChecker``: ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``
+and the rest, Avro evolution rules included). Both happen while the plan is prepared, before any
+data is read. Here the changed query is planned the same way, twice, in a clone of the session
+with the checkpoint's pinned settings applied as a restart applies them:
+
+1. on an empty folder, as batch 0: Spark writes the changed query's operator metadata and
+   schemas there, which is how its side of the comparison is read;
+2. on a local copy of the checkpoint's operator metadata and schema files (kilobytes), as the
+   batch a restart runs: Spark's check passes or raises the error class a restart would.
+
+Both folders are local and temporary; the checkpoint is only read. Planning needs Spark's
+internal classes, whose constructor differs between versions: when it cannot be called, the
+prediction says so and falls back to comparing the files (:mod:`.compare`).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+from state_runbooks.common.errors import first_line, spark_error_class
+from state_runbooks.core.fs import open_fs
+from state_runbooks.session.spark_session import is_connect, session_conf
+
+from .layout import OperatorState, state_layout
+
+INCREMENTAL_EXECUTION = (
+    "org.apache.spark.sql.execution.streaming.runtime.IncrementalExecution",  # 4.1 and later
+    "org.apache.spark.sql.execution.streaming.IncrementalExecution",  # 4.0
+)
+OFFSET_SEQ_METADATA = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadata$",
+    "org.apache.spark.sql.execution.streaming.OffsetSeqMetadata$",
+)
+WATERMARK_PROPAGATOR = (
+    "org.apache.spark.sql.execution.streaming.runtime.WatermarkPropagator$",
+    "org.apache.spark.sql.execution.streaming.WatermarkPropagator$",
+)
+_KNOWN_ARGS = 11  # the constructor's leading arguments named below; later ones take defaults
+# Files of the checkpoint Spark's check reads: operator metadata and schema files.
+_CHECKED_FILE = re.compile(r"^state/\d+/(_metadata/.*|_stateSchema/.*|0/([^/]+/)?_metadata/schema)$")
+_SCHEMA_PATH = re.compile(r'"([^"]*?)(/state/\d+/_stateSchema/[^"]*)"')
+
+
+@dataclass
+class Probe:
+    available: bool  # whether Spark's planning could be called here
+    reason: str = ""  # why not
+    new_operators: list[OperatorState] = field(default_factory=list)
+    error_class: str | None = None  # Spark's check against the checkpoint: None when it passed
+    message: str = ""
+    seconds: float = 0.0
+
+
+def checked_files(walk: dict) -> list[str]:
+    """The checkpoint files Spark's restart check reads (relative paths)."""
+    return sorted(rel for rel in walk if _CHECKED_FILE.match(rel))
+
+
+def copy_pointing_here(src, dst, rel: str) -> None:
+    """Copy one file; operator metadata v2 names schema files by absolute path, so the copy's
+    names point into the copy (Spark must never be led back to the original)."""
+    if "/_metadata/v2/" in rel:
+        text = src.read_text(rel)
+        root = dst.uri("").rstrip("/")
+        dst.write_bytes(rel, _SCHEMA_PATH.sub(lambda m: f'"{root}{m.group(2)}"', text).encode())
+    else:
+        src.copy_to(rel, dst, rel)
+
+
+def _class(jvm, names):
+    loader = jvm.Thread.currentThread().getContextClassLoader()
+    for name in names:
+        try:
+            return jvm.java.lang.Class.forName(name, True, loader)
+        except Exception:  # noqa: BLE001 - not in this Spark version: try the next name
+            continue
+    raise LookupError(f"none of {', '.join(names)} in this Spark")
+
+
+def _module(jvm, names):
+    return _class(jvm, names).getField("MODULE$").get(None)
+
+
+def _plan(spark, job, state_dir: str, batch_id: int, metadata_json: str, query_id: str):
+    """Plan the changed query as a restart's first batch on ``state_dir``; raises what Spark's
+    checks raise."""
+    jvm = spark._jvm
+    gateway = spark.sparkContext._gateway
+    session = spark._jsparkSession.cloneSession()  # the job's settings without touching ours
+    offsets_meta = _module(jvm, OFFSET_SEQ_METADATA)
+    metadata = offsets_meta.apply(metadata_json)
+    offsets_meta.setSessionConf(metadata, session.sessionState().conf())
+    mode = {"append": "Append", "update": "Update", "complete": "Complete"}[job.output_mode]
+    cls = _class(jvm, INCREMENTAL_EXECUTION)
+    constructor = cls.getConstructors()[0]
+    count = len(constructor.getParameterTypes())
+    args = [session, job.df._jdf.queryExecution().logical(),
+            getattr(jvm.org.apache.spark.sql.streaming.OutputMode, mode)(), state_dir,
+            jvm.java.util.UUID.fromString(query_id), jvm.java.util.UUID.randomUUID(), batch_id,
+            jvm.scala.Option.empty(), metadata, _module(jvm, WATERMARK_PROPAGATOR).noop(), True]
+    no_args = gateway.new_array(jvm.Class, 0)
+    for k in range(_KNOWN_ARGS + 1, count + 1):
+        args.append(cls.getMethod(f"$lessinit$greater$default${k}", no_args)
+                    .invoke(None, gateway.new_array(jvm.Object, 0)))
+    array = gateway.new_array(jvm.Object, count)
+    for i, arg in enumerate(args):
+        array[i] = arg
+    execution = constructor.newInstance(array)
+    execution.executedPlan()  # the preparations run Spark's restart checks
+
+
+def _unwrap(exc: BaseException) -> BaseException:
+    """The Spark exception inside a reflective call's InvocationTargetException."""
+    java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
+    unwrapped = False
+    while java is not None and str(java.getClass().getName()).endswith(
+            "InvocationTargetException"):
+        java, unwrapped = java.getCause(), True
+    return java if unwrapped and java is not None else exc
+
+
+def probe(spark, ckpt, job, batch_id: int, metadata_json: str, query_id: str) -> Probe:
+    """Plan the changed query twice (see the module's docstring)."""
+    import time
+    if is_connect(spark):
+        return Probe(False, "Spark Connect: the client cannot call Spark's planning")
+    start = time.perf_counter()
+    folder = tempfile.mkdtemp(prefix="state-runbooks-check-")
+    try:
+        with session_conf(spark, job.job_conf):
+            # A new query's folder, as Spark makes it before its first batch (transformWithState
+            # looks for its logs there).
+            for log in ("offsets", "commits"):
+                os.makedirs(os.path.join(folder, "fresh", log))
+            new_operators, fresh_note = [], ""
+            try:
+                _plan(spark, job, f"file:{folder}/fresh/state", 0, metadata_json, query_id)
+                new_operators = state_layout(spark, open_fs(spark, f"file:{folder}/fresh"))
+            except Exception as exc:  # noqa: BLE001 - see below
+                inner = _unwrap(exc)
+                if isinstance(exc, (LookupError, KeyError)) or spark_error_class(inner) is None:
+                    return Probe(False, f"Spark's planning cannot be called here: "
+                                        f"{first_line(inner)}")
+                # Not every operator plans on an empty folder (transformWithState reads its
+                # metadata there): its schemas stay unknown; the check below still decides.
+                fresh_note = f"{spark_error_class(inner)} on an empty folder"
+            copy = open_fs(spark, f"file:{folder}/check")
+            source = ckpt.fs
+            # transformWithState's metadata reader finds its batch through the logs.
+            logs = [f"commits/{b}" for b in ckpt.commit_batch_ids if b < batch_id] + \
+                [f"offsets/{b}" for b in ckpt.offset_batch_ids if b in (batch_id - 1, batch_id)] + \
+                (["metadata"] if source.exists("metadata") else [])
+            for rel in checked_files(source.walk("state")) + logs:
+                copy_pointing_here(source, copy, rel)
+            error_class = message = None
+            try:
+                _plan(spark, job, f"file:{folder}/check/state", batch_id, metadata_json,
+                      query_id)
+            except Exception as exc:  # noqa: BLE001 - Spark's check raised: the prediction
+                inner = _unwrap(exc)
+                error_class = spark_error_class(inner) or type(inner).__name__
+                message = _message(inner)
+        return Probe(True, fresh_note, new_operators=new_operators, error_class=error_class,
+                     message=message or "", seconds=time.perf_counter() - start)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _message(exc) -> str:
+    """Spark's message in one line, without the remedy paragraphs it appends."""
+    text = str(exc.getMessage()) if not isinstance(exc, BaseException) else str(exc)
+    return " ".join(text.split("\n")[:2]).strip()

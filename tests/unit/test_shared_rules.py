@@ -36,3 +36,25 @@ def test_a_units_files_are_described_one_way():
                                  "600 bytes")
     assert files_seen([]) == "no state files"
     assert id_ranges([]) == "none"
+
+
+def test_the_checkpoint_format_is_read_from_the_newest_commit_then_the_file_names():
+    from state_runbooks.core.state_files import checkpoint_format_version, is_schema_file
+    with_id = StateFile(0, 0, "default", 3, "zip", 10, 0, "state/0/0/3_ab-12.zip", "ab-12")
+    plain = StateFile(0, 0, "default", 3, "zip", 10, 0, "state/0/0/3.zip")
+    assert checkpoint_format_version("v2", [plain]) == 2
+    assert checkpoint_format_version("v1", [with_id]) == 1  # the commit decides
+    assert checkpoint_format_version(None, [with_id]) == 2
+    assert checkpoint_format_version(None, [plain]) == 1
+    assert is_schema_file("state/0/1/_metadata/schema")
+    assert is_schema_file("state/0/_stateSchema/default/0_2a.schema")
+    assert not is_schema_file("state/0/1/.schema.crc") and not is_schema_file("state/0/1/2.delta")
+
+
+def test_state_only_rocksdb_keeps_is_never_sent_to_the_hdfs_backed_provider():
+    from state_runbooks.runbooks.estimate_state_size.recommendation import recommend
+    small = dict(rows=10, heap_bytes=1e4, payload_bytes=1e3, num_partitions=4)
+    assert recommend(**small).provider == "hdfs"
+    only = recommend(**small, rocksdb_only="operator 0 is transformWithState")
+    assert only.provider == "rocksdb" and only.partitions == 4
+    assert only.reason.startswith("operator 0 is transformWithState")

@@ -23,7 +23,8 @@ OTHER_FOLDERS = ("SSTs", "_metadata")
 STATE_FILE_PATTERN = re.compile(
     r"^(\d+)(?:_([0-9A-Za-z-]+))?\.(delta|snapshot|zip|changelog)$")
 # A store's schema file: v1 beside each store, v2 (Spark 4's schema evolution) per operator.
-SCHEMA_FILE = re.compile(r"^state/\d+/(\d+/(\w+/)?_metadata/schema|_stateSchema/[^/]+)$")
+SCHEMA_FILE = re.compile(
+    r"^state/\d+/(\d+/(\w+/)?_metadata/schema|_stateSchema/(.+/)?[^./][^/]*)$")
 SNAPSHOT_KINDS = ("snapshot", "zip")  # a full copy of a version
 INCREMENTAL_KINDS = ("delta", "changelog")  # the changes of one version
 INCREMENTAL_KINDS_SUFFIXES = tuple(f".{kind}" for kind in INCREMENTAL_KINDS)

@@ -14,4 +14,6 @@ checks it):
 - ``runbooks``: one package per notebook, named after it (``inspect_state`` serves
   ``03_inspect_state``); none imports another
 """
+# The one version of the package, its notebooks (a wheel carries them) and every summary it writes
+# (runbook_version); pyproject.toml reads it from here.
 __version__ = "0.1.0"

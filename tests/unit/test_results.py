@@ -6,6 +6,7 @@ import json
 import nbformat
 import pytest
 
+import state_runbooks
 from state_runbooks.common.errors import RunbookError, RunbookFailed
 from state_runbooks.running.results import (
     RECORD_MIMETYPE,
@@ -52,8 +53,8 @@ def test_a_run_stopped_by_an_error_has_status_error_whatever_its_findings(tmp_pa
     summary.set_error("RunbookError", "checkpoint path does not exist: file:/x", "rb = start_runbook(")
     data = json.loads(open(write_summary(summary, str(tmp_path / "s.json"))).read())
     assert data["status"] == "error"
-    assert list(data)[:6] == ["runbook", "status", "checkpoint_path", "spark_version", "findings",
-                              "error"]
+    assert list(data)[:7] == ["runbook", "status", "checkpoint_path", "spark_version",
+                              "runbook_version", "findings", "error"]
     assert data["error"] == {"type": "RunbookError", "step": "rb = start_runbook(",
                              "message": "checkpoint path does not exist: file:/x"}
     assert "error" not in _summary("warning").to_dict()
@@ -71,7 +72,9 @@ def test_summary_json_has_the_common_keys(tmp_path):
     summary.details["total_rows"] = 3
     path = write_summary(summary, str(tmp_path / "deep" / "summary.json"))
     data = json.loads(open(path).read())
-    assert list(data)[:5] == ["runbook", "status", "checkpoint_path", "spark_version", "findings"]
+    assert list(data)[:6] == ["runbook", "status", "checkpoint_path", "spark_version",
+                              "runbook_version", "findings"]
+    assert data["runbook_version"] == state_runbooks.__version__
     assert data["findings"] == [{"severity": "warning", "code": "code0", "message": "message"}]
     assert data["total_rows"] == 3
 

@@ -1,8 +1,11 @@
 """The command line, installed as ``state-runbooks`` (also ``python -m state_runbooks``)::
 
+    state-runbooks list                          # the runbooks, each with its purpose
     state-runbooks demo [--out out/]             # every runbook on its demo: .ipynb, .html, .json
     state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
+    state-runbooks run 03_inspect_state -f inspect_state -p checkpoint_path s3a://...  # a schedule
     state-runbooks run 03_inspect_state --demo   # on the demo (a run names its checkpoint otherwise)
+    state-runbooks export runbooks/              # the notebooks and playbooks, to import elsewhere
     state-runbooks install-kernel-config         # the kernel: JVM output out of cells, quick exit
     state-runbooks golden [03_inspect_state]     # refresh the outputs nbval compares
     state-runbooks connect-server [--port 15002] # a local Spark Connect server, until Ctrl-C
@@ -14,12 +17,19 @@ import pathlib
 import signal
 import sys
 
+from state_runbooks import __version__
+
 from .headless import report, run_in_child
 from .notebooks import (
+    export_runbooks,
     install_kernel_config,
+    notebooks_folder,
+    playbooks_folder,
+    purpose,
     refresh_golden,
     repo_notebooks_dir,
     resolve_notebook,
+    resolve_schedule,
     runbook_notebooks,
 )
 
@@ -57,19 +67,47 @@ def _parse_parameters(pairs: list[list[str]]) -> dict:
     return dict(pairs)
 
 
+def list_runbooks() -> str:
+    """A line per runbook (its name and purpose, from the notebook), then the schedule files."""
+    notebooks = runbook_notebooks()
+    width = max((len(p.stem) for p in notebooks), default=0) + 2
+    lines = [f"{p.stem:<{width}}{purpose(p)}" for p in notebooks]
+    schedules = sorted(p.name.removesuffix(".yaml")
+                       for p in (playbooks_folder() / "schedules").glob("*.yaml"))
+    lines += ["", f"schedule files (run NAME -f SCHEDULE): {', '.join(schedules)}",
+              f"spark-state-runbooks {__version__}, notebooks in {notebooks_folder()}"]
+    return "\n".join(lines)
+
+
+def export(target: pathlib.Path) -> str:
+    try:
+        written, playbooks = export_runbooks(target)
+    except OSError as exc:
+        raise SystemExit(f"error: cannot export to {target}: {exc.strerror or exc}: "
+                         "name a folder you can write to") from None
+    return (f"wrote {len(written)} notebooks to {target / 'notebooks'}/ and the playbooks with their "
+            f"schedule files to {playbooks}/ (version {__version__})")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="state-runbooks", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="name the runbooks, each with its purpose")
     demo = sub.add_parser("demo", help="run every runbook on its demo checkpoint")
     demo.add_argument("--out", default="out", help="output folder (default: out)")
     run = sub.add_parser("run", help="run one runbook")
     run.add_argument("notebook", help="notebook name or path, e.g. 03_inspect_state")
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
                      metavar=("NAME", "VALUE"), help="a parameter, as with papermill -p")
-    run.add_argument("-f", "--parameters-file", help="a YAML file of parameters (runbooks/schedules)")
+    run.add_argument("-f", "--parameters-file",
+                     help="a YAML file of parameters, or the name of a schedule file (see list)")
     run.add_argument("--out", default="out", help="output folder (default: out)")
     run.add_argument("--demo", action="store_true",
                      help="with no checkpoint_path, run on the demo (without: refuse)")
+    exporting = sub.add_parser("export", help="write the notebooks and playbooks to a folder, for "
+                               "import into Jupyter or a Databricks workspace")
+    exporting.add_argument("folder", help="target folder (created; files of the same name replaced)")
     sub.add_parser("install-kernel-config", help="install the kernel configuration: JVM output "
                    "kept out of notebook cells, no wait for the JVM at shutdown")
     golden = sub.add_parser("golden", help="refresh the outputs nbval compares (after a change)")
@@ -82,13 +120,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "connect-server":
         return serve_connect(args.port, args.log)
 
+    if args.command == "list":
+        print(list_runbooks())
+        return 0
+    if args.command == "export":
+        print(export(pathlib.Path(args.folder)))
+        return 0
     if args.command == "install-kernel-config":
         print(f"installed {install_kernel_config()}")
         return 0
     if args.command == "golden":
-        names = args.notebooks or [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
+        # Golden outputs live in the clone's notebooks, never in an installed copy.
+        try:
+            clone = repo_notebooks_dir()
+        except FileNotFoundError as exc:
+            raise SystemExit(f"error: {exc}") from None
+        names = args.notebooks or [p.stem for p in sorted(clone.glob("*.ipynb"))]
         for name in names:
-            notebook = resolve_notebook(name)
+            notebook = resolve_notebook(name, clone)
             print(f"{notebook.name}: {refresh_golden(notebook)} compared cells refreshed", flush=True)
         return 0
 
@@ -97,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         # The parameters file is read, and every parameter checked, where a refusal still
         # writes the run's summary (run_in_child).
         targets = [(resolve_notebook(args.notebook), _parse_parameters(args.parameter))]
-        demo_wanted, parameters_file = args.demo, args.parameters_file or ""
+        demo_wanted, parameters_file = args.demo, resolve_schedule(args.parameters_file or "")
     else:
         targets = [(nb, {}) for nb in runbook_notebooks()]
         demo_wanted, parameters_file = True, ""

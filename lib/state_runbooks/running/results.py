@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError, RunbookFailed, first_line
 
 RECORD_MIMETYPE = "application/vnd.state-runbooks.record+json"
@@ -77,6 +78,9 @@ class Summary:
     # Set when the run was asked to change a checkpoint and the change did not happen as asked
     # (refused, or not verified): the run then fails whatever fail_on says.
     change_failed: str | None = None
+    # The installed package's version: its library and its notebooks are released together, so a
+    # scheduled run's summary says which runbooks produced it.
+    runbook_version: str = __version__
 
     def set_error(self, error_type: str, message: str, step: str) -> None:
         """The run stopped with an error (its class name and one-line message) at ``step`` before
@@ -102,6 +106,7 @@ class Summary:
         return _jsonable({"runbook": self.runbook, "status": self.status,
                           "checkpoint_path": self.checkpoint_path,
                           "spark_version": self.spark_version,
+                          "runbook_version": self.runbook_version,
                           "findings": [f.__dict__ for f in self.findings], **error, **failed,
                           **self.details})
 

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup java-check demo test test-unit test-spark test-notebooks bench lab golden clean lock connect-server
+.PHONY: setup java-check demo wheel test test-unit test-spark test-notebooks bench lab golden clean lock connect-server
 
 setup: java-check $(STAMP)
 
@@ -27,6 +27,10 @@ $(STAMP): pyproject.toml constraints.txt lib/state_runbooks/resources/ipython_ke
 # A line per runbook, then a table of outputs; Spark's and the kernels' output in $(OUT)/logs/.
 demo: setup
 	@$(BIN)/state-runbooks demo --out $(OUT)
+
+# A wheel in dist/ that carries the notebooks, playbooks and schedules (README: install from a wheel).
+wheel: setup
+	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
 # Every tier; about 15 minutes on 2 cores.
 test: setup

@@ -130,7 +130,7 @@ def read_parameters_file(path: str) -> dict:
         text = pathlib.Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise RunbookError(f"parameters file {path} does not exist: pass the path of a YAML "
-                           "file such as runbooks/schedules/inspect_state.yaml") from None
+                           "file, or a schedule's name (state-runbooks list shows them)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RunbookError(f"cannot read parameters file {path}: "
                            f"{getattr(exc, 'strerror', None) or exc}") from None

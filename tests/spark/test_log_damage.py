@@ -15,6 +15,7 @@ from checkpoint_trees import clean_rows
 
 from state_runbooks.common.errors import RunbookError, root_cause, spark_error_text
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs.base import sidecar_of
 from state_runbooks.demos import faults
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 
@@ -57,8 +58,11 @@ MATRIX = [
                       ("empty", "empty", "EOFException"))],
 ]
 # RocksDB keeps the same logs; two damages per file kind keep the run short.
-CASES = ([("hdfs", c) for c in MATRIX]
-         + [("rocksdb", c) for c in MATRIX if c["damage"] in ("truncated", "missing")])
+# Each damage with the file's .crc sidecar left as it was (as after a real corruption); a cut-short
+# file also without it (a file system that keeps none, or a copy that dropped them).
+CASES = ([("hdfs", c, True) for c in MATRIX]
+         + [("hdfs", c, False) for c in MATRIX if c["damage"] == "truncated"]
+         + [("rocksdb", c, True) for c in MATRIX if c["damage"] in ("truncated", "missing")])
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +89,18 @@ def _restart(spark, run, path: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("provider,case", CASES,
-                         ids=[f"{p}-{c['kind']}-{c['damage']}" for p, c in CASES])
-def test_log_damage_matrix(spark, setups, tmp_path, provider, case):
+@pytest.mark.parametrize("provider,case,sidecar", CASES,
+                         ids=[f"{p}-{c['kind']}-{c['damage']}" + ("" if side else "-no-sidecar")
+                              for p, c, side in CASES])
+def test_log_damage_matrix(spark, setups, tmp_path, provider, case, sidecar):
     run, reference, query_id = setups(provider)
     path = str(tmp_path / "checkpoint")
     shutil.copytree(run.checkpoint_path, path)
     ckpt = Checkpoint(spark, path)
     broken = faults.inject_fault(ckpt, f"{case['kind']}:{case['damage']}")
+    if not sidecar:
+        Path(path, sidecar_of(broken)).unlink(missing_ok=True)
+        ckpt.refresh()
 
     # What Spark really does on restart, on a copy.
     probe = str(tmp_path / "probe")

@@ -17,6 +17,10 @@ from state_runbooks.core.store_scan import (
 
 # Expiry rules decided by the event-time watermark (see operators.Expiry).
 WATERMARK_RULES = ("watermark_key", "expires_at", "session_end", "join_side")
+# A key without event time: a watermark cannot bound it, whatever its delay.
+NO_EVENT_TIME_REMEDY = ("a watermark cannot bound a key without event time: put a time column in "
+                        "the key (a window, or the event time itself), or keep the state in "
+                        "transformWithState with a TTL")
 # How a unit's rows go, per expiry rule, in words.
 _RULE_WORDS = {
     "watermark_key": "the watermark evicts it by an event-time column of the key",
@@ -80,9 +84,11 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
     by_watermark = [r for r in reports if r.expiry_rule in WATERMARK_RULES]
     if watermark <= 0 and by_watermark + never_evicted:
         names = ", ".join(sorted({r.operator_name for r in by_watermark + never_evicted}))
+        remedy = ("add withWatermark on the event-time column" if by_watermark else
+                  NO_EVENT_TIME_REMEDY)
         items.append(CheckItem("Watermark", "warn",
                                f"no event-time watermark in {where}: the state of {names} "
-                               "can only grow; add withWatermark on the event-time column"))
+                               f"can only grow; {remedy}"))
     elif watermark <= 0 and any(r.expiry_rule == "unknown" for r in reports):
         names = ", ".join(sorted({r.label for r in reports if r.expiry_rule == "unknown"}))
         items.append(CheckItem("Watermark", "info",
@@ -100,7 +106,7 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
                                f"watermark {format_utc(watermark)} in {where}, but the keys of "
                                + ", ".join(f"{r.label} ({r.operator_name})" for r in never_evicted)
                                + " have no event-time column, so the watermark never evicts them; "
-                               "group or deduplicate on the event-time column too"))
+                               + NO_EVENT_TIME_REMEDY))
     else:
         items.append(CheckItem("Watermark", "pass",
                                f"event-time watermark {format_utc(watermark)} in {where}: "

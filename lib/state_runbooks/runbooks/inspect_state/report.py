@@ -21,13 +21,19 @@ def operators_table(ckpt: Checkpoint):
                          for s in ckpt.stores()])
 
 
+# Before the state is read only the operator's rule is known: whether the key holds event time
+# (and the watermark can evict it) is found by the scan, and said by expiry_lines.
+_EXPIRY_IN_TABLE = {"watermark_key": "watermark, if the key holds event time"}
+
+
 def units_table(ckpt: Checkpoint, operator_id: int = -1):
     """One row per unit Spark's reader reads: what it is, how it is read, how its rows go."""
     import pandas as pd
     return pd.DataFrame([{"unit": u.label, "kind": u.kind,
                           "read_with": ", ".join(f"{k}={v}" for k, v in u.options.items()),
                           "partitions_with_state": id_ranges(list(u.partitions_with_state)),
-                          "expires_by": u.expiry.rule + (" (TTL)" if u.ttl else "")}
+                          "expires_by": _EXPIRY_IN_TABLE.get(u.expiry.rule, u.expiry.rule)
+                          + (" (TTL)" if u.ttl else "")}
                          for u in state_units(ckpt, operator_id)])
 
 

@@ -533,3 +533,15 @@ def test_notebook_rejects_bad_napkin_inputs_before_starting_spark(run_notebook):
     assert excinfo.value.ename == "RunbookError"
     assert "input_rows_per_second=-100.0 is negative" in excinfo.value.evalue
     assert "\n" not in excinfo.value.evalue
+
+
+def test_each_state_variable_is_its_own_entry_in_the_summary(spark, shape_demo):
+    """transformWithState keeps its variables in one store: the summary names each variable."""
+    from state_runbooks.runbooks.estimate_state_size.report import measured_summary
+    ckpt = Checkpoint(spark, shape_demo("transform_with_state").checkpoint_path)
+    measured = sizing.measure_checkpoint(ckpt)
+    entries = measured_summary(measured.stores, False)["per_store"]
+    units = [e["unit"] for e in entries]
+    assert len(units) == len(set(units)) > 1, units
+    assert all(e.get("state_variable") for e in entries
+               if e["unit"] != f"{e['operator_id']}/default")

@@ -39,7 +39,7 @@ ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 # The scan's figures of a measured unit are its report's own: ``m.rows`` is ``m.report.rows``.
 REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partitions", "batch_id",
                     "rows", "key_bytes", "value_bytes", "rows_per_partition", "disk",
-                    "payload_bytes_per_partition", "label")
+                    "payload_bytes_per_partition", "label", "state_variable")
 # Operator families whose state only ever gets keys it does not hold (Spark's deduplications look
 # the key up and put it only when absent): the change feed alone gives the rows of earlier batches.
 NEW_KEYS_ONLY_FAMILIES = ("dedup", "dedup_within_watermark")

@@ -147,3 +147,13 @@ def test_07_repartitions_a_v2_checkpoint_and_the_query_goes_on(spark, v2_demo, t
     after = Checkpoint(spark, path)
     assert after.format_version == 2
     assert sum(_bare_counts(spark, after).values()) > 0
+
+
+def test_09_refuses_a_v2_checkpoint_in_one_line_and_changes_nothing(spark, v2_demo):
+    from state_runbooks.runbooks.rewrite_state.checks import check_requirements
+    run = v2_demo("dedup", "rocksdb_changelog")
+    checks = check_requirements(Checkpoint(spark, run.checkpoint_path),
+                                drop_keys_where="key.id < 0", force=True)
+    fmt = checks.get("format")
+    assert not fmt.ok and "format v2" in fmt.seen
+    assert checks.refusal()

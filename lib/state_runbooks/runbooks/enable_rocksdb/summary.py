@@ -37,7 +37,8 @@ def summarize(summary, rocksdb_plan: RocksDBPlan, applied: dict, report: PinnedR
                             f"checkpoint pinned {report.pinned_provider_class} in "
                             f"{report.pinned_in}; "
                             f"requested {rocksdb_plan.provider_class} will not take effect on it: "
-                            "start a new checkpoint to switch")
+                            "start a new checkpoint to switch, or move this one with 09 "
+                            "rewrite state (Spark 4.2+)")
     if verification is not None and not verification.rocksdb_in_use:
         summary.add_finding("critical", "rocksdb_not_in_use",
                             "a demo stream with the requested settings did not run on RocksDB")

@@ -1,0 +1,81 @@
+"""The rewrite-state runbook (09): rewrite a stopped query's state with Spark's state rewriter
+(4.2+, internal): move it to RocksDB keeping every row, drop chosen keys, in place or at a new
+location.
+
+One module per concern:
+
+- :mod:`.rewriter`: the JVM class checked by reflection, the call, the transform callback;
+- :mod:`.checks`: what a rewrite requires, each requirement checked on the checkpoint;
+- :mod:`.plan`: rows per store now, the rows a drop takes, the rows after;
+- :mod:`.transforms` and :mod:`.encoding`: the rows handed to Spark's writer;
+- :mod:`.location`: the new batch's offsets entry and commit, a new location's logs;
+- :mod:`.apply`: back up and journal (in place), call Spark, verify, undo on its own; ``undo``;
+- :mod:`.verify`: every store row by row, the pinned provider read back;
+- :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary;
+- :mod:`.demo`: the deduplication demo and a query continued on a rewritten checkpoint.
+"""
+from .apply import BACKUP_MARK, MODES, REWRITE, Rewritten, check_mode, rewrite, undo
+from .checks import (
+    TARGET_PROVIDERS,
+    VERIFIED_FAMILIES,
+    Checks,
+    Requirement,
+    check_requirements,
+    check_target_provider,
+)
+from .demo import (
+    Continued,
+    build_dedup_demo,
+    continue_query,
+    dedup_query,
+    operator_provider,
+    state_comparison,
+)
+from .plan import Plan, StorePlan, plan_rewrite
+from .report import (
+    alternatives_lines,
+    pinned_lines,
+    plan_lines,
+    requirement_lines,
+    summarize,
+)
+from .rewriter import (
+    VERIFIED_CONSTRUCTOR,
+    VERIFIED_SPARK,
+    rewriter_presence,
+    run_rewriter,
+)
+
+__all__ = [
+    "BACKUP_MARK",
+    "MODES",
+    "REWRITE",
+    "TARGET_PROVIDERS",
+    "VERIFIED_CONSTRUCTOR",
+    "VERIFIED_FAMILIES",
+    "VERIFIED_SPARK",
+    "Checks",
+    "Continued",
+    "Plan",
+    "Requirement",
+    "Rewritten",
+    "StorePlan",
+    "alternatives_lines",
+    "build_dedup_demo",
+    "check_mode",
+    "check_requirements",
+    "check_target_provider",
+    "continue_query",
+    "dedup_query",
+    "operator_provider",
+    "pinned_lines",
+    "plan_lines",
+    "plan_rewrite",
+    "requirement_lines",
+    "rewrite",
+    "rewriter_presence",
+    "run_rewriter",
+    "state_comparison",
+    "summarize",
+    "undo",
+]

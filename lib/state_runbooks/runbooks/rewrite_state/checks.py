@@ -1,0 +1,241 @@
+"""What a rewrite requires, each requirement checked on the checkpoint and shown, before Spark is
+called: nothing is left to Spark's own refusal, which may come after it wrote something.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.runtime import PROVIDER_CONF, provider_classes, provider_kind
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import open_fs
+from state_runbooks.core.operators import operator_model
+from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
+
+from .encoding import unsupported_types
+from .rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence, version_tuple
+
+TARGET_PROVIDERS = ("", "rocksdb")
+# Operator families whose rewrite the tests verify on the installed Spark (rows read back equal,
+# the query restarted on the result and compared): tests/spark/test_rewrite_state.py.
+VERIFIED_FAMILIES = ("aggregation", "dedup", "join", "session_window", "transform_with_state")
+SPARK_REFUSES = {"limit": "a streaming limit keeps its count outside the stores Spark's rewriter "
+                          "reads (its state schema cannot be read, seen on 4.3)"}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    name: str  # spark_version, rewriter, committed, metadata, operators, writes, output, ...
+    ok: bool
+    seen: str  # what was looked at, and what it said
+    overridden: bool = False  # not met, and force=True says to go on (only "stopped")
+
+    @property
+    def blocks(self) -> bool:
+        return not self.ok and not self.overridden
+
+
+@dataclass(frozen=True)
+class Checks:
+    provider_before: str  # hdfs or rocksdb: the kind pinned in the newest offsets entry
+    provider_after: str
+    output_path: str  # the new location, fully qualified; empty: in place
+    requirements: tuple[Requirement, ...]
+    # Every file of the checkpoint as the checks listed it: the apply journals it when the logs
+    # show that nothing ran since, instead of listing again.
+    inventory: dict | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def blocking(self) -> list[Requirement]:
+        return [r for r in self.requirements if r.blocks]
+
+    @property
+    def ok(self) -> bool:
+        return not self.blocking
+
+    def get(self, name: str) -> Requirement:
+        return next(r for r in self.requirements if r.name == name)
+
+    @property
+    def spark_cannot(self) -> bool:
+        """This session cannot rewrite at all: an older Spark, Spark Connect, no rewriter, or an
+        operator the rewriter does not handle."""
+        return not all(self.get(n).ok for n in ("spark_version", "rewriter", "operators"))
+
+    @property
+    def in_place(self) -> bool:
+        return not self.output_path
+
+    def refusal(self) -> str | None:
+        """The first unmet requirement as one line, else None."""
+        # A live query first (nothing else can be judged while it writes), then an empty ask.
+        blocking = sorted(self.blocking, key=lambda r: (r.name != "stopped",
+                                                        r.name != "something"))
+        if not blocking:
+            return None
+        more = f" (and {len(blocking) - 1} more unmet requirement(s))" if len(blocking) > 1 else ""
+        return f"{blocking[0].seen}{more}; nothing was changed"
+
+
+def check_target_provider(target_provider: str) -> str:
+    if target_provider not in TARGET_PROVIDERS:
+        raise RunbookError(f"target_provider={target_provider!r} is not valid: use \"\" (keep the "
+                           "pinned provider) or \"rocksdb\"")
+    return target_provider
+
+
+def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_where: str = "",
+                       output_path: str = "", force: bool = False,
+                       quiet_minutes: float = QUIET_MINUTES,
+                       spark_version: str | None = None) -> Checks:
+    """Every requirement of a rewrite, checked; ``spark_version`` defaults to the session's
+    (given, it shows what an older Spark would be told)."""
+    check_target_provider(target_provider)
+    activity = check_activity(ckpt, quiet_minutes)  # first: before anything a query could race
+    inventory = ckpt.inventory()
+    before = ckpt.provider_kind
+    after = target_provider or before
+    version = spark_version or ckpt.spark.version
+    tested = ".".join(map(str, version_tuple(version))) in VERIFIED_SPARK
+    reqs = [Requirement("spark_version", version_tuple(version) >= MIN_SPARK and tested,
+                        f"Spark {version}: " + (
+                            f"Spark's state rewriter ships with {MIN_SPARK[0]}.{MIN_SPARK[1]} and "
+                            "later" if version_tuple(version) < MIN_SPARK else
+                            "a release this rewrite is verified on" if tested else
+                            f"the rewriter is internal to Spark and this rewrite is verified on "
+                            f"{', '.join(VERIFIED_SPARK)} only"))]
+    presence = rewriter_presence(ckpt.spark) if version_tuple(version) >= MIN_SPARK else None
+    reqs.append(Requirement("rewriter", bool(presence and presence.ok),
+                            presence.seen if presence else "not looked for on this Spark"))
+    reqs.append(_committed(ckpt))
+    # A v2 commit names each version's unique id, which this runbook's commit of the new batch
+    # does not write: not verified, so refused.
+    reqs.append(Requirement("format", ckpt.format_version == 1,
+                            "checkpoint format v1" if ckpt.format_version == 1 else
+                            f"checkpoint format v{ckpt.format_version}: the rewrite is verified "
+                            "on format v1 checkpoints only; nothing will be changed"))
+    reqs.append(_metadata(ckpt))
+    reqs.append(_operators(ckpt))
+    reqs.append(Requirement(
+        "writes", after == "rocksdb",
+        f"writes with RocksDB ({'pinned now' if before == after else 'moved from ' + before})"
+        if after == "rocksdb" else
+        f"the checkpoint pins the {before} provider, and Spark's rewriter writes with RocksDB only "
+        "(the HDFS-backed provider cannot start a version empty): pass target_provider=rocksdb to "
+        "move it in the same rewrite"))
+    reqs.append(Requirement(
+        "something", bool(drop_keys_where.strip()) or after != before or bool(output_path),
+        "asked: " + "; ".join(filter(None, [
+            f"move from {before} to {after}" if after != before else "",
+            f"drop the keys where {drop_keys_where.strip()}" if drop_keys_where.strip() else "",
+            "write to a new location" if output_path else ""]))
+        if drop_keys_where.strip() or after != before or output_path else
+        f"nothing asked: the checkpoint already pins {before}, no drop_keys_where and no "
+        "output_path"))
+    if before == "hdfs":
+        reqs.append(_encodable(ckpt))
+    output, seen = _output(ckpt, output_path)
+    reqs.append(Requirement("output", seen is None, seen or (
+        f"output_path {output} is absent: the original stays untouched" if output else
+        "in place: the rewrite is a new batch of this checkpoint, backed up and journaled first")))
+    active = "the query looks active: " + "; ".join(activity.reasons)
+    reqs.append(Requirement("stopped", not activity.looks_active,
+                            f"the query looks stopped ({activity.seen})" if not
+                            activity.looks_active else
+                            active + (" (force=True: going on)" if force else ". Stop it, wait, "
+                                      "or pass force=True when you know it is stopped"),
+                            overridden=activity.looks_active and force))
+    return Checks(before, after, output, tuple(reqs), inventory)
+
+
+def _committed(ckpt: Checkpoint) -> Requirement:
+    offsets, commits = ckpt.offset_batch_ids, ckpt.commit_batch_ids
+    last = offsets[-1] if offsets else None
+    if last is None:
+        return Requirement("committed", False, "no batch has run yet: there is no state to rewrite")
+    if not commits or commits[-1] != last:
+        return Requirement("committed", False,
+                           f"the last batch {last} has an offsets entry but no commit (it was in "
+                           "flight): restart the query once so that it commits, then rewrite")
+    header = ckpt.fs.read_text(f"commits/{last}").split("\n", 1)[0].strip()
+    if header != "v1":
+        return Requirement("committed", False,
+                           f"commits/{last} is in format {header} (checkpoint format v2, unique "
+                           "state file names): this rewrite is verified on format v1 only")
+    return Requirement("committed", True, f"the last batch {last} is committed")
+
+
+def _metadata(ckpt: Checkpoint) -> Requirement:
+    missing = [op.operator_id for op in ckpt.operators() if op.source == "files"]
+    if missing:
+        return Requirement("metadata", False,
+                           f"operator(s) {', '.join(map(str, missing))} have no operator metadata "
+                           "(a query last run before Spark 3.5, or its _metadata was lost): Spark's "
+                           "rewriter needs it; run the query once on Spark 4 first")
+    return Requirement("metadata", True, "operator metadata present for every operator")
+
+
+def _operators(ckpt: Checkpoint) -> Requirement:
+    unmet, met = [], []
+    for op in ckpt.operators():
+        model = operator_model(ckpt, op.operator_id)
+        name = f"operator {op.operator_id} ({op.operator_name}, {model.family})"
+        if model.family in SPARK_REFUSES:
+            unmet.append(f"{name}: {SPARK_REFUSES[model.family]}")
+        elif model.join_state_format == 3:
+            unmet.append(f"{name}: join state format 3: Spark's state reader cannot read it, so "
+                         "the rows after cannot be verified")
+        elif model.family not in VERIFIED_FAMILIES:
+            unmet.append(f"{name}: its rewrite is not verified on this Spark (verified: "
+                         f"{', '.join(VERIFIED_FAMILIES)})")
+        else:
+            met.append(name)
+    if unmet:
+        return Requirement("operators", False, "; ".join(unmet))
+    return Requirement("operators", True, f"{', '.join(met)}: rewrite verified")
+
+
+def _encodable(ckpt: Checkpoint) -> Requirement:
+    """An HDFS-backed source's rows are laid out again as Spark's bytes (see encoding): every
+    key and value type must be one that layout covers."""
+    from state_runbooks.core.operators import state_units
+    from state_runbooks.core.state_reader import read_unit
+    unsupported = []
+    try:
+        for unit in state_units(ckpt):
+            schema = read_unit(ckpt, unit).schema
+            unsupported += [f"{unit.label} {c}" for part in ("key", "value")
+                            for c in unsupported_types(schema[part].dataType, part)]
+    except RunbookError as exc:
+        return Requirement("encodable", False, f"the state's schema cannot be read: {exc}")
+    if unsupported:
+        return Requirement("encodable", False,
+                           f"columns the move from HDFS does not lay out: "
+                           f"{', '.join(unsupported[:5])} (arrays, maps and intervals are not "
+                           "covered): use drain and switch")
+    return Requirement("encodable", True, "every key and value column has a type the move lays "
+                                          "out as Spark does (numbers, strings, times, structs)")
+
+
+def _output(ckpt: Checkpoint, output_path: str) -> tuple[str, str | None]:
+    """The new location, qualified, and why it cannot be written to (None: it can)."""
+    if not output_path.strip():
+        return "", None
+    out = open_fs(ckpt.spark, output_path.strip()).raw()
+    root = ckpt.root
+    if out.root == root or out.root.startswith(root + "/") or root.startswith(out.root + "/"):
+        return out.root, (f"output_path {out.root} overlaps the checkpoint {root}: pick a folder "
+                          "outside it (empty output_path rewrites in place)")
+    if out.exists() and (not out.is_dir() or out.list()):
+        return out.root, (f"output_path {out.root} exists and is not empty: pick a new folder "
+                          "(the rewrite never writes over anything)")
+    return out.root, None
+
+
+def rocksdb_class() -> str:
+    return provider_classes().rocksdb
+
+
+def pinned_kind(conf: dict) -> str:
+    """The provider kind an offsets entry's conf pins (none pinned: Spark's default, HDFS)."""
+    return provider_kind(conf.get(PROVIDER_CONF))

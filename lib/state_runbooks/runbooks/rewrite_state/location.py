@@ -1,0 +1,89 @@
+"""The logs around a rewrite: the new batch's offsets entry (the provider it pins), the logs and
+metadata a new location needs before Spark's rewriter can write there, the read-only staging
+folder an HDFS-backed source is read through, the commit that ends the batch.
+
+Spark's rewriter takes the store settings of the new state from the write location's offsets
+entry for the new batch, the operators from its operator metadata and the state schemas from its
+schema files: a new location gets all three (copied from the checkpoint, the offsets entry with
+the new provider) before the call, and the new batch's commit after it.
+"""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+
+from state_runbooks.common.runtime import PROVIDER_CONF
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import open_fs
+
+# Files a new location needs besides offsets and commits: the query id, the sources' own logs,
+# each operator's metadata and state schemas (with their .crc sidecars).
+_CARRIED = re.compile(r"^(\.?metadata(\.crc)?|sources/.*|state/\d+/_metadata/.*"
+                      r"|state/\d+/_stateSchema/.*|state/\d+/\d+/(.+/)?_metadata/.*)$")
+
+
+def offsets_entry(ckpt: Checkpoint, batch_id: int, provider_class: str | None) -> bytes:
+    """``offsets/<batch_id>`` as it is, with ``provider_class`` pinned (None: unchanged): the
+    new batch reads no input (the same source offsets) and pins what the rewrite wrote with."""
+    text = ckpt.fs.read_bytes(f"offsets/{batch_id}").decode("utf-8")
+    lines = text.split("\n")
+    meta = json.loads(lines[1])
+    if provider_class:
+        meta.setdefault("conf", {})[PROVIDER_CONF] = provider_class
+    lines[1] = json.dumps(meta, separators=(",", ":"))
+    return "\n".join(lines).encode("utf-8")
+
+
+def carried_files(inventory: dict, batch_id: int) -> list[str]:
+    """What a new location gets from the checkpoint: the logs up to ``batch_id`` and the
+    metadata files (sidecars included), no state file."""
+    def log_entry(rel: str) -> bool:
+        folder, _, name = rel.partition("/")
+        name = name[1:-4] if name.startswith(".") and name.endswith(".crc") else name
+        return folder in ("offsets", "commits") and name.isdigit() and int(name) <= batch_id
+    return sorted(rel for rel in inventory if log_entry(rel) or _CARRIED.match(rel))
+
+
+def prepare_new_location(ckpt: Checkpoint, output: str, inventory: dict, batch_id: int,
+                         new_batch: int, entry: bytes) -> int:
+    """Copy the logs and metadata files to ``output`` and write the new batch's offsets entry
+    there; returns the number of files copied."""
+    src = ckpt.fs.raw()
+    dst = open_fs(ckpt.spark, output).raw()
+    files = carried_files(inventory, batch_id)
+    for rel in files:
+        src.copy_to(rel, dst, rel)
+    dst.write_bytes(f"offsets/{new_batch}", entry)
+    return len(files)
+
+
+def prepare_staging(ckpt: Checkpoint, inventory: dict, batch_id: int, entry: bytes) -> str:
+    """A folder beside the checkpoint holding only its metadata files and, as ``batch_id``, an
+    offsets entry pinning RocksDB and the commit: where Spark's rewriter takes the state schema
+    of an HDFS-backed source from (its own reader refuses that provider; the rows themselves are
+    read from the checkpoint, see encoding). Nothing of the state is there or is read there."""
+    staging = f"{ckpt.root}.rewrite-staging-{uuid.uuid4().hex[:8]}"
+    src = ckpt.fs.raw()
+    dst = open_fs(ckpt.spark, staging).raw()
+    for rel in inventory:
+        if _CARRIED.match(rel) and not rel.startswith("sources/"):
+            src.copy_to(rel, dst, rel)
+    dst.write_bytes(f"offsets/{batch_id}", entry)
+    src.copy_to(f"commits/{batch_id}", dst, f"commits/{batch_id}")
+    return dst.root
+
+
+def commit_new_batch(ckpt: Checkpoint, location: str, batch_id: int, new_batch: int) -> None:
+    """``commits/<new_batch>`` at ``location``: the checkpoint's last commit as it is (the same
+    next watermark), which ends the rewrite's batch."""
+    dst = open_fs(ckpt.spark, location).raw()
+    ckpt.fs.raw().copy_to(f"commits/{batch_id}", dst, f"commits/{new_batch}")
+
+
+def remove_folder(spark, location: str) -> bool:
+    """Delete a folder this runbook created (a new location, a staging folder)."""
+    jvm = spark._jvm
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+    return bool(fs.delete(path, True)) if fs.exists(path) else True

@@ -1,0 +1,209 @@
+"""What a rewrite will produce, per store, computed before anything is written: the rows now,
+the rows a drop removes (with a few examples), the rows after.
+
+A drop removes *keys*, not single rows: ``drop_keys_where`` is a SQL condition over the columns
+Spark's state reader shows (``key``, ``value`` and, for some stores, more), evaluated on every
+store of an operator where it resolves; every row of every store of that operator whose
+partitioning key (the grouping, deduplication, join or processor key) is one of the matched keys
+goes. That keeps an operator's stores consistent with each other: a join's row counts and rows, a
+session's windows, a processor's variables and timers all lose the same keys.
+
+Everything is computed in Spark: the driver gets counts and at most ``EXAMPLES`` rows per store.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.operators import StateUnit, operator_model, state_units
+from state_runbooks.core.state_reader import per_core_tasks, read_unit
+
+EXAMPLES = 3
+# Stores whose key is the partitioning key and one more field (a join's value index, a session's
+# window): the drop compares the key without its last field.
+_KEY_PLUS_ONE = ("join_rows",)
+_KEY_PLUS_ONE_FAMILIES = ("session_window",)
+PK = "_pk"  # the partitioning key, its fields renamed f0, f1, ... (compared by position)
+
+
+@dataclass
+class StorePlan:
+    label: str
+    operator_id: int
+    rows: int
+    dropped: int = 0  # rows of matched keys
+    matched: int | None = None  # rows where the condition itself holds (None: it does not resolve)
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def rows_after(self) -> int:
+        return self.rows - self.dropped
+
+
+@dataclass
+class Plan:
+    batch_id: int  # the last committed batch: the state rewritten
+    new_batch_id: int  # the batch the rewrite writes
+    drop_keys_where: str
+    stores: list[StorePlan]
+    # operator -> a DataFrame of the matched keys (column ``_pk``), kept by the executors
+    dropped_keys: dict = field(default_factory=dict, repr=False)
+    dropped_key_counts: dict = field(default_factory=dict)  # operator -> distinct keys
+
+    @property
+    def rows_before(self) -> dict:
+        return {s.label: s.rows for s in self.stores}
+
+    @property
+    def rows_after(self) -> dict:
+        return {s.label: s.rows_after for s in self.stores}
+
+    @property
+    def rows_dropped(self) -> dict:
+        return {s.label: s.dropped for s in self.stores}
+
+
+def key_width_cut(ckpt: Checkpoint, unit: StateUnit) -> int:
+    """How many trailing key fields are not part of the partitioning key (0 or 1)."""
+    family = operator_model(ckpt, unit.operator_id).family
+    return 1 if unit.kind in _KEY_PLUS_ONE or family in _KEY_PLUS_ONE_FAMILIES else 0
+
+
+def partition_key(df, cut: int):
+    """The partitioning key of ``df``'s rows as a struct of fields ``f0, f1, ...`` (positional: a
+    join's key is ``field0`` in one store and named in the raw rows)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    fields = df.schema["key"].dataType.fields
+    named = F.col("key").cast(T.StructType(
+        [T.StructField(f"f{i}", f.dataType, f.nullable) for i, f in enumerate(fields)]))
+    return F.struct(*[named[f"f{i}"].alias(f"f{i}") for i in range(len(fields) - cut)])
+
+
+def canonical(column, dtype):
+    """A struct column renamed to ``f0, f1, ...`` (metadata dropped), to compare by position
+    (fields may share a name: grouping expressions all become ``_groupingexpression``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+    named = column.cast(T.StructType([T.StructField(f"f{i}", f.dataType, f.nullable)
+                                      for i, f in enumerate(dtype.fields)]))
+    return F.struct(*[named[f"f{i}"].alias(f"f{i}") for i in range(len(dtype.fields))])
+
+
+def _matches(df, condition: str):
+    """``df`` filtered by ``condition``, or None where it does not resolve on these columns."""
+    from pyspark.errors import AnalysisException, ParseException
+    from pyspark.sql import functions as F
+    try:
+        out = df.where(F.expr(condition))
+        out.schema  # analysed here: an unknown column fails now, not in a job
+        return out
+    except ParseException as exc:  # the whole condition is wrong, wherever it is used
+        raise RunbookError(f"drop_keys_where={condition!r} is not a SQL condition: "
+                           f"{str(exc).splitlines()[0][:200]}") from None
+    except AnalysisException:
+        return None
+
+
+def plan_rewrite(ckpt: Checkpoint, drop_keys_where: str = "") -> Plan:
+    """Rows per store at the last committed batch, and what a drop takes from each."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    batch = ckpt.last_committed_batch_id
+    if batch is None:
+        raise RunbookError(f"checkpoint {ckpt.root} has no committed batch: nothing to rewrite")
+    condition = drop_keys_where.strip()
+    units = state_units(ckpt)
+    frames = {u.label: read_unit(ckpt, u, batch) for u in units}
+    dropped: dict = {}
+    matched_counts: dict = {}
+    if condition:
+        for u in units:
+            hit = _matches(frames[u.label], condition)
+            if hit is None:
+                continue
+            matched_counts[u.label] = hit
+            keys = hit.select(partition_key(hit, key_width_cut(ckpt, u)).alias(PK))
+            dropped[u.operator_id] = (keys if u.operator_id not in dropped
+                                      else dropped[u.operator_id].unionByName(keys))
+        if not dropped:
+            columns = sorted({c for f in frames.values() for c in _columns(f.schema)})
+            raise RunbookError(f"drop_keys_where={condition!r} resolves on no store of this "
+                               f"checkpoint: its columns are {', '.join(columns[:20])}")
+        # Kept by the executors (memory, else disk), not the driver: the transform and the
+        # verification use the same keys again.
+        dropped = {op: keys.distinct().persist(StorageLevel.MEMORY_AND_DISK)
+                   for op, keys in dropped.items()}
+    key_counts = {}
+    for op, keys in dropped.items():
+        with spark_errors(f"counting the keys to drop of operator {op}"):
+            key_counts[op] = keys.count()
+    stores = []
+    for u in units:
+        df = per_core_tasks(ckpt.spark, frames[u.label])
+        keys = dropped.get(u.operator_id)
+        if keys is None:
+            with spark_errors(f"counting the rows of {u.label} at batch {batch}"):
+                stores.append(StorePlan(u.label, u.operator_id, df.count()))
+            continue
+        flagged = _flag_dropped(df, keys, key_width_cut(ckpt, u), key_counts[u.operator_id])
+        resolves = u.label in matched_counts
+        if resolves:
+            flagged = flagged.withColumn("_cond", F.expr(condition).cast("int"))
+        with spark_errors(f"planning the drop in {u.label} at batch {batch}"):
+            counts = flagged.agg(
+                F.count(F.lit(1)).alias("rows"),
+                F.coalesce(F.sum("_hit"), F.lit(0)).alias("dropped"),
+                (F.coalesce(F.sum("_cond"), F.lit(0)) if resolves else F.lit(None))
+                .alias("matched")).first()
+            examples = []
+            if counts["dropped"]:
+                shown = flagged.where("_hit = 1").drop("_hit", "_cond", "partition_id")
+                examples = [_short(r) for r in shown.orderBy(*shown.columns).limit(EXAMPLES)
+                            .collect()]
+        stores.append(StorePlan(u.label, u.operator_id, counts["rows"], counts["dropped"],
+                                counts["matched"], examples))
+    return Plan(batch, ckpt.offset_batch_ids[-1] + 1, condition, stores, dropped, key_counts)
+
+
+BROADCAST_KEYS = 100_000  # up to this many keys to drop, they are sent to every task
+
+
+def _keys_side(keys, key_count: int | None):
+    """The dropped keys as the small side of a join: broadcast when few (the state's rows then
+    stay in their partitions, no shuffle), else joined by a shuffle."""
+    from pyspark.sql import functions as F
+    return F.broadcast(keys) if key_count is not None and key_count <= BROADCAST_KEYS else keys
+
+
+def _flag_dropped(df, keys, cut: int, key_count: int | None = None):
+    """``df`` with ``_hit`` = 1 on rows whose partitioning key is among ``keys`` (a join in
+    Spark, never a collection of the state on the driver)."""
+    from pyspark.sql import functions as F
+    marked = _keys_side(keys.withColumn("_hit", F.lit(1)), key_count)
+    return (df.withColumn(PK, partition_key(df, cut))
+            .join(marked, on=PK, how="left").drop(PK))
+
+
+def without_dropped(df, keys, cut: int, key_count: int | None = None):
+    """``df`` without the rows whose partitioning key is among ``keys``."""
+    return (df.withColumn(PK, partition_key(df, cut))
+            .join(_keys_side(keys, key_count), on=PK, how="left_anti").drop(PK))
+
+
+def _columns(schema, prefix: str = "") -> list[str]:
+    from pyspark.sql import types as T
+    out = []
+    for f in schema.fields:
+        name = f"{prefix}{f.name}"
+        if isinstance(f.dataType, T.StructType):
+            out += _columns(f.dataType, name + ".")
+        elif name != "partition_id":
+            out.append(name)
+    return out
+
+
+def _short(row, limit: int = 120) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in row.asDict(recursive=True).items())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

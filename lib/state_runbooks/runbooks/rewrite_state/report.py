@@ -1,0 +1,169 @@
+"""What the checks, the plan and the outcome look like to the reader, the alternatives where this
+Spark cannot rewrite, and the run summary's keys and findings.
+"""
+from __future__ import annotations
+
+from state_runbooks.common.formatting import source_offsets_lines
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.operators import operator_model
+from state_runbooks.safety.safekeeping import Outcome
+
+from .checks import Checks
+from .plan import Plan
+
+_TITLES = {
+    "spark_version": "Spark 4.2 or later, a release this rewrite is verified on",
+    "rewriter": "Spark's state rewriter in this session",
+    "committed": "the last batch committed",
+    "format": "a checkpoint format the rewrite is verified on",
+    "metadata": "operator metadata",
+    "operators": "operators the rewrite supports",
+    "writes": "a provider Spark's rewriter writes with",
+    "encodable": "state types the move from HDFS lays out",
+    "something": "something to rewrite",
+    "output": "output_path empty or absent",
+    "stopped": "the query stopped",
+}
+
+
+_PINNED = (("spark.sql.streaming.stateStore.providerClass", "provider"),
+           ("spark.sql.shuffle.partitions", "state partitions"),
+           ("spark.sql.streaming.stateStore.compression.codec", "compression"),
+           ("spark.sql.streaming.stateStore.rocksdb.formatVersion", "RocksDB format"),
+           ("spark.sql.streaming.stateStore.encodingFormat", "row encoding"))
+
+
+def pinned_lines(ckpt: Checkpoint) -> list[str]:
+    """The operators and their stores, and what the newest offsets entry pins for the state."""
+    lines = []
+    for op in ckpt.operators():
+        family = operator_model(ckpt, op.operator_id).family
+        stores = ", ".join(s.store_name for s in op.stores)
+        lines.append(f"operator {op.operator_id}: {op.operator_name} ({family}), stores: {stores}")
+    conf = ckpt.pinned_conf
+    pinned = "; ".join(f"{label} {conf[key].rsplit('.', 1)[-1]}" for key, label in _PINNED
+                       if key in conf)
+    lines.append(f"pinned by offsets/{ckpt.offset_batch_ids[-1]}: {pinned or 'nothing'}")
+    return lines
+
+
+def requirement_lines(checks: Checks, skip: tuple[str, ...] = (),
+                      only: tuple[str, ...] | None = None) -> list[str]:
+    """One line per requirement (``skip`` some, or show ``only`` some), then the verdict (not
+    with ``only``)."""
+    lines = []
+    for r in checks.requirements:
+        if r.name in skip or (only is not None and r.name not in only):
+            continue
+        mark = "ok  " if r.ok else ("FORCED" if r.overridden else "NO  ")
+        lines.append(f"{mark} {_TITLES[r.name]}: {r.seen}")
+    unmet = ", ".join(_TITLES[r.name] for r in checks.blocking)
+    verdict = ("every requirement is met" if checks.ok else
+               f"not met: {unmet}. Spark is not called, nothing changes")
+    return lines if only is not None else lines + [verdict]
+
+
+def plan_lines(checks: Checks, plan: Plan | None) -> list[str]:
+    """Provider before and after, where the result goes, and rows per store now and after."""
+    if plan is None:
+        return [f"provider: {checks.provider_before} now; no plan: Spark's rewriter cannot "
+                "rewrite this checkpoint here (step 2 says why)"]
+    where = (f"a new checkpoint at {checks.output_path} (the original untouched)"
+             if checks.output_path else "this checkpoint, as a new batch")
+    lines = [f"provider: {checks.provider_before} now, {checks.provider_after} after; batch "
+             f"{plan.batch_id} rewritten as batch {plan.new_batch_id} into {where}"]
+    if plan.drop_keys_where:
+        lines.append(f"drop: every row of the keys where {plan.drop_keys_where} (in every store "
+                     "of the operator where it matches)")
+    for s in plan.stores:
+        line = f"{s.label}: {s.rows} rows now, {s.rows_after} after"
+        if plan.drop_keys_where:
+            matched = ("the condition does not apply here" if s.matched is None else
+                       f"the condition holds on {s.matched}")
+            line += f", {s.dropped} dropped ({matched})"
+        lines.append(line)
+        lines += [f"  e.g. {e}" for e in s.examples]
+    return lines
+
+
+def alternatives_lines(ckpt: Checkpoint, checks: Checks) -> list[str]:
+    """One screen for a checkpoint this session cannot rewrite: the other ways, changing
+    nothing here."""
+    why = "; ".join(r.seen for r in checks.requirements
+                    if r.name in ("spark_version", "rewriter", "operators") and not r.ok)
+    last = ckpt.last_committed_batch_id
+    lines = [f"Spark's state rewriter cannot do this here ({why}). Nothing was changed.",
+             "The other ways:",
+             "(a) run this runbook from a classic session (local[N], spark://..., yarn; on "
+             "Databricks a cluster in dedicated access mode) with a Spark it is verified on.",
+             "(b) drain and switch: start the query on a new checkpoint with the new provider "
+             + (f"(spark.sql.streaming.stateStore.providerClass); no input is skipped if it "
+                f"starts after the last committed batch {last} (offsets/{last}):"
+                if last is not None else "(spark.sql.streaming.stateStore.providerClass).")]
+    if last is not None:
+        lines += source_offsets_lines(ckpt.offsets(last).sources)
+        first = ckpt.offset_batch_ids[0]
+        lines += [
+            "    Its state starts empty (which also drops every key). To rebuild it, start the new "
+            f"query from older offsets (the oldest logged: offsets/{first}), replaying the source "
+            "over the state's horizon (the watermark delay and window length, the "
+            "deduplication's reach); the sink sees those rows again.",
+            "(c) keep the state: 03 Inspect state shows what it holds and 06 Monitor state "
+            "whether it keeps growing."]
+    return lines
+
+
+def summarize(summary, checks: Checks, out: Outcome | None, plan: Plan | None = None) -> None:
+    """The runbook's keys and findings in the run summary (``out``: the rewrite, or the undo,
+    this run did; None when it did neither)."""
+    undo = out is not None and out.mode == "undo"
+    applied = bool(out and out.applied and not undo)
+    auto_undone = bool(applied and getattr(out, "auto_undone", False))
+    dropping = bool(plan and plan.drop_keys_where)
+    rows_ok = getattr(out, "rows_ok", None) if applied else None
+    summary.details.update({
+        "applied": applied and bool(out.verified) and not auto_undone,
+        "output_path": checks.output_path or None,
+        "provider_before": checks.provider_before,
+        "provider_after": checks.provider_after,
+        "rows_before": plan.rows_before if plan else None,
+        "rows_after": plan.rows_after if plan else None,
+        "rows_dropped": plan.rows_dropped if plan else None,
+        "drop_keys_where": plan.drop_keys_where if plan else None,
+        "backup_dir": out.backup_dir if (applied or (undo and out.applied)) else None,
+        "journal_path": out.journal_path if (applied or (undo and out.applied)) else None,
+        "rows_equal": rows_ok if not dropping else None,
+        "rows_as_planned": rows_ok if dropping else None,
+        "auto_undone": auto_undone,
+        "undone": bool(undo and out.applied),
+        "requirements": {r.name: {"ok": r.ok, "overridden": r.overridden, "seen": r.seen}
+                         for r in checks.requirements},
+    })
+    if out and out.refused and not out.dry_run:
+        code = "rewrite_unavailable" if checks.spark_cannot and not undo else \
+            f"{out.mode}_refused"
+        summary.add_finding("warning", code, out.refused)
+        summary.change_failed = f"{out.mode} refused: {out.refused}"
+    elif not checks.ok and not undo:
+        summary.add_finding("info", "rewrite_not_possible_now", checks.refusal())
+    if undo and out.applied:
+        summary.add_finding("info" if out.verified else "critical", "rewrite_undone",
+                            out.lines[-1])
+        if not out.verified:
+            summary.change_failed = f"undo not verified: {out.lines[-1]}"
+    elif applied and out.verified:
+        summary.add_finding("info", "rewrite_applied",
+                            f"state rewritten with {checks.provider_after}"
+                            + (f", keys where {plan.drop_keys_where} dropped" if dropping else "")
+                            + ", every store verified row by row; "
+                            + (f"at {checks.output_path}" if checks.output_path else
+                               f"journal {out.journal_path}"))
+    elif applied:
+        summary.add_finding("warning" if auto_undone else "critical", "rewrite_not_verified",
+                            "; ".join(line for line in out.lines if "NOT" in line)
+                            + ("; undone on its own" if auto_undone else ""))
+        summary.change_failed = "rewrite not verified" + ("; undone on its own"
+                                                          if auto_undone else "")
+    elif out and out.dry_run and checks.ok:
+        summary.add_finding("info", "rewrite_planned", "dry run: the rewrite is possible; "
+                            "nothing changed")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from checkpoint_trees import age, tree_sha
+
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import demo_query
@@ -332,6 +333,7 @@ def test_09_moves_and_drops_on_checkpoints_it_never_saw(spark, run_notebook, tmp
     """The issue's "done when", through the notebook: an HDFS-backed aggregation on a composite
     key moved to RocksDB at a new location, and a deduplication's chosen keys dropped in place."""
     from pyspark.sql import functions as F
+
     from state_runbooks.demos.checkpoints import DEMO_START_MS
     path, output = str(tmp_path / "orders"), str(tmp_path / "orders-rocksdb")
     df = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 40)

@@ -15,6 +15,7 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
+from state_runbooks.safety.requirements import Requirement, RequirementList
 from state_runbooks.session.spark_session import is_connect
 
 MIN_SPARK = (4, 2)  # spark._streamingCheckpointManager.repartition appeared in Spark 4.2
@@ -30,36 +31,13 @@ PROVIDER_REFUSED = ("Spark's repartition refuses the HDFS-backed provider "
 
 
 @dataclass(frozen=True)
-class Requirement:
-    name: str  # spark_version, api, committed, new_count, provider, operators, stopped
-    ok: bool
-    seen: str  # what was looked at, and what it said
-    overridden: bool = False  # not met, and force=True says to go on (only "stopped")
-
-    @property
-    def blocks(self) -> bool:
-        return not self.ok and not self.overridden
-
-
-@dataclass(frozen=True)
-class Checks:
+class Checks(RequirementList):
     num_partitions_before: int
     num_partitions_after: int
     requirements: tuple[Requirement, ...]
     # Every file of the checkpoint as the checks listed it (the operators came from the same walk):
     # the apply journals it when the logs show that nothing ran since, instead of walking again.
     inventory: dict | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def blocking(self) -> list[Requirement]:
-        return [r for r in self.requirements if r.blocks]
-
-    @property
-    def ok(self) -> bool:
-        return not self.blocking
-
-    def get(self, name: str) -> Requirement:
-        return next(r for r in self.requirements if r.name == name)
 
     @property
     def spark_cannot(self) -> bool:

@@ -11,6 +11,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.operators import operator_model
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
+from state_runbooks.safety.requirements import Requirement, RequirementList
 
 from .encoding import unsupported_types
 from .rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence, version_tuple
@@ -24,19 +25,7 @@ SPARK_REFUSES = {"limit": "a streaming limit keeps its count outside the stores 
 
 
 @dataclass(frozen=True)
-class Requirement:
-    name: str  # spark_version, rewriter, committed, metadata, operators, writes, output, ...
-    ok: bool
-    seen: str  # what was looked at, and what it said
-    overridden: bool = False  # not met, and force=True says to go on (only "stopped")
-
-    @property
-    def blocks(self) -> bool:
-        return not self.ok and not self.overridden
-
-
-@dataclass(frozen=True)
-class Checks:
+class Checks(RequirementList):
     provider_before: str  # hdfs or rocksdb: the kind pinned in the newest offsets entry
     provider_after: str
     output_path: str  # the new location, fully qualified; empty: in place
@@ -44,17 +33,6 @@ class Checks:
     # Every file of the checkpoint as the checks listed it: the apply journals it when the logs
     # show that nothing ran since, instead of listing again.
     inventory: dict | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def blocking(self) -> list[Requirement]:
-        return [r for r in self.requirements if r.blocks]
-
-    @property
-    def ok(self) -> bool:
-        return not self.blocking
-
-    def get(self, name: str) -> Requirement:
-        return next(r for r in self.requirements if r.name == name)
 
     @property
     def spark_cannot(self) -> bool:

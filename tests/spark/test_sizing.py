@@ -429,7 +429,7 @@ def test_rocksdb_checkpoint_without_change_feed(spark, demo_factory):
     run = demo_factory("dedup", "rocksdb")
     ckpt = Checkpoint(spark, run.checkpoint_path)
     (m,) = sizing.measure_stores(ckpt)
-    assert m.churn_source == "row counts"
+    assert m.churn_source == "state at both batches"
     assert m.rows == read_state(ckpt, 0).count() == run.last_state_operators[0]["numRowsTotal"]
     comparison = sizing.compare(spark, run, [m])
     assert comparison.error is None and comparison.rocksdb_sst_bytes is not None
@@ -545,3 +545,58 @@ def test_each_state_variable_is_its_own_entry_in_the_summary(spark, shape_demo):
     assert len(units) == len(set(units)) > 1, units
     assert all(e.get("state_variable") for e in entries
                if e["unit"] != f"{e['operator_id']}/default")
+
+
+def _rows_by_identity(ckpt, unit, batch):
+    """{(partition, identity): sorted values} of a unit at a batch, collected (the test's own
+    count, independent of the library's Spark job)."""
+    df = read_state(ckpt, unit.operator_id, unit.store_name, batch, unit.state_variable)
+    ident = [c for c in ("key", "user_map_key", "expiration_timestamp_ms") if c in df.columns]
+    values = [c for c in df.columns if c not in ident and c != "partition_id"]
+    out = {}
+    for row in df.collect():
+        k = (row["partition_id"], tuple(str(row[c]) for c in ident))
+        out.setdefault(k, []).append(tuple(str(row[c]) for c in values))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_churn_of_state_variables_is_what_the_batch_changed(spark, shape_demo):
+    """A batch that rewrites every active user's variables leaves row counts unchanged: the churn
+    comes from the state at both batches, and equals a key-by-key comparison made here."""
+    from state_runbooks.core.operators import state_units
+    ckpt = Checkpoint(spark, shape_demo("transform_with_state").checkpoint_path)
+    batch = ckpt.last_committed_batch_id
+    measured = {m.label: m for m in sizing.measure_checkpoint(ckpt).stores}
+    for unit in state_units(ckpt):
+        old, new = (_rows_by_identity(ckpt, unit, b) for b in (batch - 1, batch))
+        inserted = sum(len(v) for k, v in new.items() if k not in old)
+        removed = sum(len(v) for k, v in old.items() if k not in new)
+        changed = [(old[k], v) for k, v in new.items() if k in old and old[k] != v]
+        replaced = sum(min(len(a), len(b)) for a, b in changed)
+        inserted += sum(max(0, len(b) - len(a)) for a, b in changed)
+        removed += sum(max(0, len(a) - len(b)) for a, b in changed)
+        m = measured[unit.label]
+        assert m.churn_source == "state at both batches"
+        got = [sum(getattr(p, f) for p in m.partitions) for f in ("inserted", "removed",
+                                                                  "replaced")]
+        assert got == [inserted, removed, replaced], unit.label
+    # The batch rewrote the count of each active user: replaced, not "0 changed".
+    events = measured["0/events"]
+    assert sum(p.replaced for p in events.partitions) > 0
+
+
+@pytest.mark.parametrize("workload", ["limit", "session_window"])
+def test_memory_estimate_of_a_global_limit_and_session_windows(spark, demo_factory, workload):
+    """A global limit keeps its state in partition 0 only: the partitions without files hold no
+    memory, and the estimate is within the accuracy target of memoryUsedBytes. Session windows
+    keep an index the model leaves out: the estimate says it is a lower bound, and it is one."""
+    run = demo_factory(workload, "hdfs", batches=6, rows_per_batch=40, partitions=2)
+    comparison = sizing.compare(spark, run)
+    (m,) = sizing.measure_stores(Checkpoint(spark, run.checkpoint_path), restarted_each_batch=True)
+    if workload == "limit":
+        assert abs(comparison.error) <= sizing.ACCURACY_TARGET, comparison
+        assert not m.lower_bound
+    else:
+        assert m.lower_bound and comparison.estimated_bytes < comparison.reported_bytes
+        lines = sizing.estimate_lines([m], True, "hdfs")
+        assert "A lower bound" in " ".join(lines).replace("\n", " ")

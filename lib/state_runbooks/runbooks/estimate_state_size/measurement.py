@@ -34,6 +34,7 @@ from .memory_model import (
     estimate_partition,
     partition_versions,
 )
+from .version_churn import version_churn
 
 ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 # The scan's figures of a measured unit are its report's own: ``m.rows`` is ``m.report.rows``.
@@ -43,6 +44,9 @@ REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partition
 # Operator families whose state only ever gets keys it does not hold (Spark's deduplications look
 # the key up and put it only when absent): the change feed alone gives the rows of earlier batches.
 NEW_KEYS_ONLY_FAMILIES = ("dedup", "dedup_within_watermark")
+# Operator families whose store the HDFS-backed provider keeps with a second map per version (each
+# session key -> the set of its sessions, for prefix scans); the model counts the rows' map only.
+PREFIX_INDEX_FAMILIES = ("session_window",)
 # Whether the rows of the batches before come from the change feed where it can give them exactly;
 # False: always read from the state at those batches (the tests compare both ways).
 EARLIER_ROWS_FROM_CHANGES = True
@@ -54,12 +58,17 @@ class StoreMeasurement:
     and the HDFS-backed provider's in-memory estimate for those rows. The report's figures read
     as attributes of the measurement (``m.rows``, ``m.disk``, ...)."""
     report: StoreReport
-    churn_source: str  # "change feed" (the batch's own puts and removes) or "row counts"
+    # "change feed" (the batch's own puts and removes), "state at both batches" (compared key by
+    # key) or "row counts" (the batch before is no longer retained)
+    churn_source: str
     partitions: list[PartitionVersions] = field(default_factory=list)
     estimate: MemoryEstimate = field(default_factory=MemoryEstimate)
     # Where the rows of the batches before come from: "state" (read at each), "change feed" alone
     # (an operator that only puts new keys), "state and change feed" (two back, replayed)
     earlier_rows_source: str = "state"
+    # The model leaves out part of what the provider holds (see ``PREFIX_INDEX_FAMILIES``): the
+    # estimate is a lower bound.
+    lower_bound: bool = False
 
     def __getattr__(self, name: str):
         if name in REPORTED_FIGURES:
@@ -149,6 +158,9 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
                                          max(lo, batch - 1), batch, with_changes=recount)
         counts.update(more)
         changes.update(more_changes)
+    # Units without a change feed: what the batch changed, from its state and the one before.
+    unfed = [r for r in reports if r.label not in fed]
+    compared = version_churn(ckpt, unfed, batch) if unfed and batch - 1 in earlier else None
     earlier_rows = {(r.label, b): sum(n for (label, b2, _p), n in counts.items()
                                       if label == r.label and b2 == b)
                     for r in reports for b in earlier}
@@ -158,6 +170,10 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
         parts = []
         key_avg = report.key_bytes / report.rows if report.rows else 0.0
         value_avg = report.value_bytes / report.rows if report.rows else 0.0
+        # A partition with no state file never had a store instance (a global limit keeps its
+        # state in partition 0 only): it holds no memory.
+        present = {f.partition_id for f in ckpt.state_files(report.operator_id,
+                                                            report.files_store)}
         for p, rows in enumerate(report.rows_per_partition):
             # Rows of the two batches before (a batch no longer retained: taken as unchanged).
             prev = counts.get((report.label, batch - 1, p), 0) if batch - 1 in earlier else rows
@@ -169,7 +185,10 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
                 inserted = max(0, rows - prev + removed)
                 replaced = max(0, put - inserted)
                 prev_inserted = max(0, prev - prev_prev + prev_removed)
-            else:  # no change feed: only what the row counts show
+            elif compared is not None:
+                inserted, removed, replaced = compared.get((report.label, p), (0, 0, 0))
+                prev_inserted = max(0, prev - prev_prev)
+            else:  # the batch before is gone: only what the row counts show
                 inserted, removed, replaced = max(0, rows - prev), max(0, prev - rows), 0
                 prev_inserted = max(0, prev - prev_prev)
             snap = snapshots[report.label].get(p)
@@ -179,13 +198,17 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
                 snapshot_rows=counts.get((report.label, snap - 1, p), 0) if snap else None,
                 snapshot_is_previous=snap == batch))
         estimate = MemoryEstimate()
-        for part in parts:
+        for p, part in enumerate(parts):
+            if p not in present:
+                continue
             estimate = estimate + estimate_partition(part, key_avg, value_avg, layout, checksum,
                                                      versions)
-        churn = "change feed" if report.label in fed else "row counts"
+        churn = ("change feed" if report.label in fed else "state at both batches"
+                 if compared is not None else "row counts")
         source = ("change feed" if report.label in from_feed else "state and change feed"
                   if report.label in replayed - labels else "state")
-        out.append(StoreMeasurement(report, churn, parts, estimate, source))
+        floor = operator_model(ckpt, report.operator_id).family in PREFIX_INDEX_FAMILIES
+        out.append(StoreMeasurement(report, churn, parts, estimate, source, floor))
     return CheckpointMeasurement(batch, out, unreadable, earlier_rows)
 
 

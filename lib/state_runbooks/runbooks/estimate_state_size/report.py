@@ -24,6 +24,7 @@ def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch:
         "rows": sum(m.rows for m in measurements),
         "payload_bytes": sum(m.payload_bytes for m in measurements),
         "estimated_memory_bytes": round(total.reported_bytes),
+        "estimate_is_lower_bound": any(m.lower_bound for m in measurements),
         "estimated_memory_sd_bytes": round(total.reported_sd),
         "heap_bytes": round(total.heap_bytes),
         "restarted_each_batch": restarted_each_batch,
@@ -36,6 +37,7 @@ def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch:
                        "payload_bytes_per_partition": m.payload_bytes_per_partition,
                        "disk_bytes": m.disk, "churn_source": m.churn_source,
                        "earlier_rows_source": m.earlier_rows_source,
+                       "estimate_is_lower_bound": m.lower_bound,
                        **{f"estimate_{k}": v for k, v in m.estimate.as_dict().items()
                           if k not in ("rows", "payload_bytes")}}
                       for m in measurements],
@@ -153,7 +155,10 @@ def estimate_lines(measurements: list[StoreMeasurement], restarted_each_batch: b
                 f"{format_bytes(e.table_bytes)} + fixed {format_bytes(e.fixed_bytes)}. Expected "
                 f"memoryUsedBytes {format_bytes(e.reported_bytes)} +/- "
                 f"{format_bytes(e.reported_sd)} (one sd of SizeEstimator's sampling): {why}. "
-                f"Churn from the {m.churn_source}.")
+                f"Churn from the {m.churn_source}."
+                + (" A lower bound: the provider also keeps, per version, an index from each "
+                   "session key to its sessions, which this model does not count."
+                   if m.lower_bound else ""))
         lines.append(textwrap.fill(text, 100))
     total = measured_totals(measurements)
     mode = ("restarted for every batch" if restarted_each_batch

@@ -112,21 +112,23 @@ def test_fault_matrix(spark, setups, copy_checkpoint, tmp_path, provider, fault)
     # Roll back, restart the same query, run it to the same batch: the never-faulted state.
     backup = tmp_path / "backup"
     outcome = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(backup))
-    if fault == "drop_operator_metadata":  # the state loads at the last batch: nothing to move
+    if fault in ("drop_operator_metadata", "uncommitted_batch"):
+        # The committed state loads: nothing to move (a batch in flight is Spark's to re-run).
         assert plan.moves == [] and not outcome.applied and tree_sha(path) == faulted
     else:
         assert outcome.applied and outcome.verified, outcome.lines
-        if (Path(path) / broken).is_file() or fault == "uncommitted_batch":
+        if (Path(path) / broken).is_file():
             assert broken in plan.moves
     target = plan.target_batch_id
     assert target == (recovery.REPLAY_FROM_START if last_good is None else last_good)
-    until = LAST if target < LAST else LAST + 1
-    faults.restart_demo(spark, run, path, until - target)
+    # A batch left in flight is re-run first, then one new batch runs.
+    until = LAST if target < LAST and plan.moves else LAST + 1
+    faults.restart_demo(spark, run, path, max(1, until - target) if plan.moves else 1)
     restarted = Checkpoint(spark, path)
     assert restarted.last_committed_batch_id == until
     assert faults.state_rows(restarted, until) == reference_rows[until]
-    if fault == "drop_operator_metadata":
-        assert (Path(path) / broken).exists()  # the restarted query wrote it again
+    if fault in ("drop_operator_metadata", "uncommitted_batch"):
+        assert (Path(path) / broken).exists()  # the restarted query wrote it again, or kept it
         return
 
     # Undo: the faulted checkpoint, byte for byte (the restarted query's files go aside).
@@ -387,6 +389,11 @@ def test_rollback_then_undo_with_papermill(spark, setups, copy_checkpoint, run_n
                  summary_path=str(tmp_path / "undo.json"))
     undo = json.loads((tmp_path / "undo.json").read_text())
     assert undo["applied"] is True and undo["journal_path"] == summary["journal_path"]
+    # The diagnosis in that run saw the rolled-back checkpoint: after the undo it is not the
+    # checkpoint's state, and the summary does not say "nothing is broken".
+    codes = {f["code"] for f in undo["findings"]}
+    assert "diagnosis_before_undo" in codes and "nothing_broken" not in codes, codes
+    assert undo["broken"] is None
     assert tree_sha(path) == faulted
     with pytest.raises(RunbookError, match="was already undone"):
         recovery.undo(Checkpoint(spark, path))

@@ -55,6 +55,10 @@ class Diagnosis:
     last_good_batch_id: int | None
     can_replay_from_start: bool
     offsets_after: dict = field(default_factory=dict)  # batch -> sources' offsets after it
+    # Batches after the last good one whose sources' offsets equal the batch before's: they read
+    # no input (they advanced the watermark or ran timeouts), and a rollback does not re-run them
+    # until new data arrives.
+    no_input_batches: list = field(default_factory=list)
     locating_reads: int = 0  # Spark reads that named the files at fault (after the bisection)
     content_checked: int = 0  # files whose bytes were compared with their .crc sidecar
     content_checked_by_spark: int = 0  # of those, by Spark's own load (through the checksum layer)
@@ -241,6 +245,10 @@ def _diagnose_once(ckpt: Checkpoint, active: bool) -> Diagnosis:
     problems = sorted(structure.problems.values(),
                       key=lambda p: (p.first_batch_id is None, p.first_batch_id or 0, p.path))
     offsets_after = readable_offsets(ckpt, {last_good, last} - {None})
+    rolled_back = (readable_offsets(ckpt, range(last_good, last + 1))
+                   if last is not None and last_good is not None and last_good < last else {})
+    no_input = [b for b in range(last_good + 1, last + 1) if b in rolled_back
+                and rolled_back.get(b - 1) == rolled_back[b]] if rolled_back else []
     return Diagnosis(
         root=ckpt.root, provider=structure.provider, offset_batch_ids=structure.offsets,
         commit_batch_ids=structure.commits, in_flight=structure.in_flight,
@@ -250,7 +258,8 @@ def _diagnose_once(ckpt: Checkpoint, active: bool) -> Diagnosis:
         sidecars_checked=structure.sidecars_checked, problems=problems, load_test=load_test,
         probes=probes, last_good_batch_id=last_good,
         can_replay_from_start=bool(retained) and retained[0] == 0 and last_good is None
-        and 0 in structure.offsets, offsets_after=offsets_after, locating_reads=reads,
+        and 0 in structure.offsets, offsets_after=offsets_after, no_input_batches=no_input,
+        locating_reads=reads,
         content_checked=len(structure.content_checked),
         content_checked_by_spark=len(structure.checked_by_spark_load), inventory=inventory)
 

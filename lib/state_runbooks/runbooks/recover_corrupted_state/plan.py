@@ -60,6 +60,14 @@ def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) 
             target = REPLAY_FROM_START
         else:
             target = g
+        if target == c:
+            # The committed state loads: a batch in flight is Spark's to re-run, over the same
+            # offsets it logged (a sink sees the same batch again). Moving its entry aside would
+            # let Spark plan that batch anew, so nothing moves.
+            in_flight = [f"offsets/{b}" for b in ckpt.offset_batch_ids if b > c]
+            return Plan(c, [], "nothing to move: the committed state loads"
+                        + (f"; Spark re-runs batch {c + 1} (in flight) on restart"
+                           if in_flight else ""), in_flight)
     else:
         if not lo <= target_batch_id <= c:
             raise RunbookError(f"target_batch_id={target_batch_id} is outside the retained range "

@@ -116,10 +116,20 @@ def options_lines(diag: Diagnosis) -> list[str]:
                          "offsets its sources start from (their sources/ entries are kept). Safe "
                          "only when the sources still hold all input since the query started.")
         else:
-            rerun = f"batches {g + 1}..{c}" if g + 1 < c else f"batch {c}"
-            lines.append(f"(a) roll back to batch {g}: the query re-reads the input of {rerun} "
-                         f"from its sources, starting after these offsets (offsets/{g}):")
+            with_input = [b for b in range(g + 1, c + 1) if b not in diag.no_input_batches]
+            if with_input:
+                lines.append(f"(a) roll back to batch {g}: the query re-reads the input of "
+                             f"{_batches(with_input)} from its sources, starting after these "
+                             f"offsets (offsets/{g}):")
+            else:
+                lines.append(f"(a) roll back to batch {g}: the query starts after these offsets "
+                             f"(offsets/{g}):")
             lines += source_offsets_lines(diag.offsets_after.get(g, []))
+            if diag.no_input_batches:
+                lines.append(f"    {_batches(diag.no_input_batches).capitalize()} read no new "
+                             "input (they advanced the watermark or ran timeouts): Spark does "
+                             "not run them again until new data arrives, and their evictions "
+                             "and output come with that data's batch.")
             lines.append("    Safe when the sources still hold that input (Kafka: retention covers "
                          "those offsets). Sinks see those batches again: fine for idempotent sinks "
                          "(file sink, Delta, foreachBatch keyed on the batch id).")
@@ -130,6 +140,15 @@ def options_lines(diag: Diagnosis) -> list[str]:
         lines.append("    The new query's state starts empty: aggregates, deduplication and "
                      "join buffers forget everything before it.")
     return lines
+
+
+def _batches(ids: list[int]) -> str:
+    """``batch 4``, ``batches 4..6`` (consecutive) or ``batches 4, 6``."""
+    if len(ids) == 1:
+        return f"batch {ids[0]}"
+    if ids == list(range(ids[0], ids[-1] + 1)):
+        return f"batches {ids[0]}..{ids[-1]}"
+    return "batches " + ", ".join(map(str, ids))
 
 
 # -- the summary -----------------------------------------------------------------------------------
@@ -155,13 +174,20 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
         "loads": diag.loads,
         "activity": diag.activity_lines(),
     })
-    if diag.unconfirmed:  # an active query: no two listings agreed, nothing is confirmed
+    undone = bool(outcome and outcome.applied and outcome.mode == "undo")
+    if diag.unconfirmed and not undone:  # an active query: no two listings agreed
         summary.add_finding("warning", "query_active_unconfirmed", diag.verdict())
-    damaged_logs = [p for p in diag.problems if p.critical is not None]
+    # After an undo the diagnosis describes the checkpoint as it was before: no finding of it.
+    damaged_logs = [p for p in diag.problems if p.critical is not None and not undone]
     for p in damaged_logs:  # Spark fails on it at restart (critical), or runs on (warning)
         summary.add_finding("critical" if p.critical else "warning", "log_file_damaged",
                             f"{p.path}: {p.problem}")
-    if diag.state_does_not_load and not any(p.critical for p in damaged_logs):
+    if undone:
+        summary.details["broken"] = None
+        summary.add_finding("info", "diagnosis_before_undo",
+                            "the diagnosis above describes the checkpoint before the undo; run "
+                            "mode=\"diagnose\" to judge it as it is now")
+    elif diag.state_does_not_load and not any(p.critical for p in damaged_logs):
         summary.add_finding("critical", "state_does_not_load", diag.verdict())
     elif damaged_logs or diag.unconfirmed:
         pass  # said above

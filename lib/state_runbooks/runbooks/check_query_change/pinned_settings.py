@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state_runbooks.common.runtime import PROVIDER_CONF, provider_kind
+from state_runbooks.common.runtime import ENCODING_CONF, PROVIDER_CONF, provider_kind
 
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 WATERMARK_POLICY = "spark.sql.streaming.multipleWatermarkPolicy"
@@ -26,7 +26,7 @@ DEFAULTS_FOR_OLDER_CHECKPOINTS = {
     "spark.sql.streaming.stateStore.compression.codec": "lz4",
     "spark.sql.streaming.statefulOperator.useStrictDistribution": "false",
     "spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan": "true",
-    "spark.sql.streaming.stateStore.encodingFormat": "unsaferow",
+    ENCODING_CONF: "unsaferow",
 }
 
 

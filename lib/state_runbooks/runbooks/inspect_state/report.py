@@ -3,6 +3,7 @@ per unit, units not read, hot keys, expiry; and the run summary."""
 from __future__ import annotations
 
 from state_runbooks.common.formatting import format_utc, id_ranges
+from state_runbooks.common.runtime import ENCODING_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model, state_units
 from state_runbooks.core.state_files import files_seen
@@ -75,8 +76,13 @@ def stores_table(reports: list[StoreReport]):
 
 
 def reader_lines(reports: list[StoreReport], ckpt: Checkpoint) -> list[str]:
-    """For each unit Spark's reader did not read: its error and what the files say."""
+    """For each unit Spark's reader did not read: its error and what the files say; and, for
+    Avro-encoded state, what its byte figures are."""
     lines = []
+    if str(ckpt.pinned_conf.get(ENCODING_CONF, "")).lower() == "avro":
+        lines.append(f"This state is Avro-encoded ({ENCODING_CONF}=avro, pinned): its files hold "
+                     "Avro bytes, not UnsafeRow; key_bytes and value_bytes are the UnsafeRow "
+                     "sizes of the same rows, for comparison with other checkpoints.")
     for r in reports:
         if r.readable:
             continue

@@ -4,6 +4,7 @@ Spark cannot rewrite, and the run summary's keys and findings.
 from __future__ import annotations
 
 from state_runbooks.common.formatting import source_offsets_lines
+from state_runbooks.common.runtime import ENCODING_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model
 from state_runbooks.safety.safekeeping import Outcome
@@ -30,7 +31,7 @@ _PINNED = (("spark.sql.streaming.stateStore.providerClass", "provider"),
            ("spark.sql.shuffle.partitions", "state partitions"),
            ("spark.sql.streaming.stateStore.compression.codec", "compression"),
            ("spark.sql.streaming.stateStore.rocksdb.formatVersion", "RocksDB format"),
-           ("spark.sql.streaming.stateStore.encodingFormat", "row encoding"))
+           (ENCODING_CONF, "row encoding"))
 
 
 def pinned_lines(ckpt: Checkpoint) -> list[str]:

@@ -288,7 +288,7 @@ def undo(ckpt: Checkpoint, change: Change, journal_path: str, dry_run: bool, for
     out.lines.append(f"journal {uri}: {journal.get('action', noun)} moved "
                      f"{len(moves)} files")
     out.lines.append(f"{len(displace)} files written since then go aside, {len(moves)} moved files "
-                     f"come back, {len(restore_copies)} metadata files are restored from the copy")
+                     f"come back, {len(restore_copies)} copied files are restored from the copy")
     if lost:
         out.lines.append(f"{len(lost)} files of the original checkpoint changed or vanished and "
                          f"have no backup (e.g. {lost[0]}): undo cannot bring those back")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs.base import sidecar_of
 from state_runbooks.core.state_files import is_schema_file
 from state_runbooks.core.state_loads import load_batch
 from state_runbooks.safety import safekeeping
@@ -30,7 +31,7 @@ from state_runbooks.safety.safekeeping import (
 )
 from state_runbooks.safety.watch import LOG_FOLDERS, differences, refuse_if
 
-from .plan import REPLAY_FROM_START, Plan, plan_lines
+from .plan import REPLAY_FROM_START, Plan, plan_lines, state_moves
 
 MODES = ("diagnose", "rollback", "undo")
 BACKUP_MARK = ".recovery-"  # default backup folder: <checkpoint>.recovery-<UTC time>, a sibling
@@ -76,6 +77,7 @@ def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str
         out.lines.append(f"refused: {out.refused}")
         return out
     moved, copies = files_to_keep(inventory, plan.moves)
+    copies += _rewritten_by_restart(ckpt, inventory, plan, moved)
     journal, out.journal_path = safekeep(
         ckpt, backup, ROLLBACK, inventory, moved, copies,
         {"action": f"rollback to batch {plan.target_batch_id}",
@@ -100,6 +102,18 @@ def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str
                      f"copying them to {backup.root}/copy; journal {out.journal_path}")
     out.lines += journal["verification"]["lines"]
     return out
+
+
+def _rewritten_by_restart(ckpt: Checkpoint, inventory: dict, plan: Plan,
+                          moved: list[str]) -> list[str]:
+    """State files the plan leaves in place although they belong to batches after its target (a
+    log repair rolls back the logs only): the restart writes those versions again, and the SSTs
+    only they use may then be cleaned up, so they are copied for an undo."""
+    if plan.target_batch_id is None or plan.target_batch_id < 0:
+        return []
+    later = [rel for rel in state_moves(ckpt, inventory, plan.target_batch_id + 1)
+             if rel not in moved]
+    return later + [sidecar_of(rel) for rel in later if sidecar_of(rel) in inventory]
 
 
 def _not_in_plan(plan: Plan, inventory: dict, diagnosed: dict | None) -> list[str]:

@@ -88,7 +88,7 @@ def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) 
         # state/ folder itself (rollback moves it once only empty folders are left).
         moves += [rel for rel in inventory if rel.startswith("state/") and not is_checksum_file(rel)]
     else:
-        moves += _state_moves(ckpt, inventory, target + 1)
+        moves += state_moves(ckpt, inventory, target + 1)
     moves += _orphan_sidecars(inventory, target)
     note = ("nothing to move: the checkpoint already ends at the target batch" if not moves
             else f"{len(moves)} files to move aside")
@@ -120,7 +120,7 @@ def log_repair(diag: Diagnosis) -> Plan | None:
                 + "; ".join(f"{p.path} ({p.problem.split(';', 1)[0]})" for p in fixes), leaves)
 
 
-def _state_moves(ckpt: Checkpoint, inventory: dict, keep_version: int) -> list[str]:
+def state_moves(ckpt: Checkpoint, inventory: dict, keep_version: int) -> list[str]:
     """State files of versions after ``keep_version``, and SSTs only such versions use."""
     raw = ckpt.fs.raw()
     later = [f for f in ckpt.state_files() if f.version > keep_version]

@@ -108,9 +108,19 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
                                + " have no event-time column, so the watermark never evicts them; "
                                + NO_EVENT_TIME_REMEDY))
     else:
-        items.append(CheckItem("Watermark", "pass",
-                               f"event-time watermark {format_utc(watermark)} in {where}: "
-                               "expired state is evicted"))
+        # The watermark evicts only what an operator expires by event time; say how the rest goes.
+        rest = sorted({f"{r.label}: {_RULE_WORDS[r.expiry_rule]}" for r in reports
+                       if r.readable and r.expiry_rule not in WATERMARK_RULES})
+        if by_watermark:
+            evicted = ", ".join(sorted({r.label for r in by_watermark}))
+            items.append(CheckItem("Watermark", "pass",
+                                   f"event-time watermark {format_utc(watermark)} in {where}: it "
+                                   f"evicts the expired state of {evicted}"
+                                   + (f"; {'; '.join(rest)}" if rest else "")))
+        else:
+            items.append(CheckItem("Watermark", "info",
+                                   f"event-time watermark {format_utc(watermark)} in {where}; it "
+                                   f"evicts none of this state: {'; '.join(rest)}"))
 
     judged = [r for r in reports if r.skew_judged and r.skew_ratio is not None]
     skewed = [r for r in judged if r.skew_ratio > skew_warning_ratio]

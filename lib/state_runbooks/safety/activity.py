@@ -58,11 +58,15 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
     this session on it."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     reasons = []
+    # The newest entry by time, and among entries of the same time (a copy that kept no times)
+    # the latest batch.
+    entries = [(entry.modified_ms, int(entry.name.rsplit("/", 1)[-1]), rel)
+               for rel, entry in log_files(ckpt).items()
+               if entry.name.rsplit("/", 1)[-1].isdigit()]
     newest = None
-    for rel, entry in log_files(ckpt).items():
-        if entry.name.rsplit("/", 1)[-1].isdigit() and (newest is None
-                                                        or entry.modified_ms > newest[1]):
-            newest = (rel, entry.modified_ms)
+    if entries:
+        modified_ms, _batch, rel = max(entries)
+        newest = (rel, modified_ms)
     interval = trigger_interval_ms(ckpt)
     window_ms = max(quiet_minutes * 60_000, TRIGGER_INTERVALS_QUIET * (interval or 0))
     why = (f"{TRIGGER_INTERVALS_QUIET} x the query's trigger interval of about "

@@ -29,12 +29,16 @@ DEMO_START_MS = 1_700_000_000_000
 
 WORKLOADS = ("dedup", "window_agg", "join", "two_operators", "join_left_outer", "join_composite",
              "window_agg_many_users", "dedup_within_watermark", "join_v3", "session_window",
-             "pandas_with_state", "transform_with_state", "limit")
+             "pandas_with_state", "transform_with_state", "limit", "composite_agg",
+             "transform_with_state_pandas")
 # Workloads whose state only Spark's RocksDB provider can keep: with provider "hdfs" they run on
 # "rocksdb" (DemoRun.provider says which ran).
-ROCKSDB_ONLY_WORKLOADS = ("join_v3", "transform_with_state")
+ROCKSDB_ONLY_WORKLOADS = ("join_v3", "transform_with_state", "transform_with_state_pandas")
 # Session confs a workload needs beyond the provider's.
 WORKLOAD_CONF = {"join_v3": {"spark.sql.streaming.join.stateFormatVersion": "3"}}
+# Output modes other than append: an aggregation without a watermark cannot run in append mode.
+WORKLOAD_OUTPUT_MODE = {"composite_agg": "update"}
+AMOUNT_BUCKET = 25  # composite_agg: amounts grouped in buckets of this width
 SESSION_GAP_SECONDS = 2  # session_window: a user idle longer than this closes its session
 TIMEOUT_SECONDS = 3  # pandas_with_state / transform_with_state: a key idle this long expires
 LIMIT_ROWS = 50  # limit: the streaming limit
@@ -287,8 +291,33 @@ def _transform_with_state(spark, rows_per_batch: int):
                                 "ProcessingTime"))
 
 
+def _composite_agg(spark, rows_per_batch: int):
+    """Events per user and amount bucket (``amount // AMOUNT_BUCKET``): a two-column key with no
+    event time and no watermark, so nothing ever evicts a key."""
+    from pyspark.sql import functions as F
+    v = F.col("value")
+    return (_rate(spark, rows_per_batch)
+            .select(F.concat(F.lit("user-"), (v % 5).cast("string")).alias("user_id"),
+                    ((v % 100) / AMOUNT_BUCKET).cast("int").alias("amount_bucket"))
+            .groupBy("user_id", "amount_bucket").count())
+
+
+def _transform_with_state_pandas(spark, rows_per_batch: int):
+    """transformWithStateInPandas with a value and a list variable per user, no timers (see
+    ``UserTotals``)."""
+    from state_runbooks.demos import processor as demo_processor
+
+    from .processor import UserTotals
+    _ship_to_workers(demo_processor)
+    return (_idle_users(spark, rows_per_batch).select("user_id", "event_id", "amount")
+            .groupBy("user_id")
+            .transformWithStateInPandas(UserTotals(), "user_id string, events long", "Append",
+                                        "None"))
+
+
 def demo_query(spark, workload: str, rows_per_batch: int):
-    """The streaming DataFrame of a demo workload (all run in append mode)."""
+    """The streaming DataFrame of a demo workload (run in append mode, or in the workload's
+    ``WORKLOAD_OUTPUT_MODE``)."""
     if workload == "dedup":
         return _dedup(_events(spark, rows_per_batch))
     if workload == "window_agg":
@@ -317,6 +346,10 @@ def demo_query(spark, workload: str, rows_per_batch: int):
         return _transform_with_state(spark, rows_per_batch)
     if workload == "limit":
         return _rate(spark, rows_per_batch).limit(LIMIT_ROWS)
+    if workload == "composite_agg":
+        return _composite_agg(spark, rows_per_batch)
+    if workload == "transform_with_state_pandas":
+        return _transform_with_state_pandas(spark, rows_per_batch)
     raise RunbookError(f"demo workload {workload!r} is not known: use one of {', '.join(WORKLOADS)}")
 
 
@@ -415,7 +448,8 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
         df = demo_query(spark, workload, rows_per_batch)
         for _ in range(batches):
             with spark_errors(f"running demo query {workload} on {checkpoint_path}"):
-                query = (df.writeStream.format("noop").outputMode("append")
+                query = (df.writeStream.format("noop")
+                         .outputMode(WORKLOAD_OUTPUT_MODE.get(workload, "append"))
                          .option("checkpointLocation", checkpoint_path)
                          .trigger(availableNow=True).start())
                 query.awaitTermination()

@@ -1,5 +1,6 @@
-"""The stateful processor of the ``transform_with_state`` demo (a module of its own: it imports
-``StatefulProcessor``, which needs pyspark's pandas and Arrow extras, only when that demo runs)."""
+"""The stateful processors of the ``transform_with_state`` and ``transform_with_state_pandas``
+demos (a module of its own: it imports ``StatefulProcessor``, which needs pyspark's pandas and Arrow
+extras, only when those demos run)."""
 from __future__ import annotations
 
 from pyspark.sql import Row
@@ -45,6 +46,29 @@ class UserActivity(StatefulProcessor):
         self.recent.clear()
         self.buckets.clear()
         yield Row(user_id=key[0], events=events)
+
+    def close(self):
+        pass
+
+
+class UserTotals(StatefulProcessor):
+    """transformWithStateInPandas, per user: ``events`` (value) and ``recent_ids`` (list of the
+    ``RECENT_IDS`` newest event ids); no TTL and no timers. Emits the user's running count."""
+
+    def init(self, handle):
+        self.events = handle.getValueState("events", "count long")
+        self.recent = handle.getListState("recent_ids", "event_id string")
+
+    def handleInputRows(self, key, rows, timerValues):
+        import pandas as pd
+        events = self.events.get()[0] if self.events.exists() else 0
+        recent = [r[0] for r in self.recent.get()] if self.recent.exists() else []
+        for frame in rows:
+            events += len(frame)
+            recent += list(frame["event_id"])
+        self.events.update((events,))
+        self.recent.put([(i,) for i in recent[-RECENT_IDS:]])
+        yield pd.DataFrame({"user_id": [key[0]], "events": [events]})
 
     def close(self):
         pass

@@ -1,0 +1,483 @@
+"""A corpus of checkpoint shapes written by real streaming queries, and every runbook that reads a
+checkpoint run on each through its library functions, as its notebook calls them.
+
+Sixteen shapes: every stateful operator family (aggregation on one and on a two-column key without
+a watermark, deduplication with and within a watermark, stream-stream join in state formats 2 and
+3, session window, applyInPandasWithState, transformWithState with rows and with pandas, limit, two
+chained operators) on the HDFS-backed provider and on RocksDB with and without changelogs, plus
+Avro encoding, a short retention that purges logs, and checkpoint format v2. On each, healthy:
+
+- 03 counts every unit (store, join store, state variable, timers) exactly as Spark's reader does
+  with the options written out by hand, and its checklist calls nothing critical;
+- 02 measures every unit with the same rows, and names each state variable of transformWithState;
+- 05 finds nothing broken and plans no move;
+- 07 and 09 check and plan in dry run, refusing an unsupported shape in one line at most;
+- 01 names the provider the checkpoint pins;
+- and none of it writes a byte into the checkpoint or beside it.
+
+Five damages, each on a copy of one shape (a truncated delta, garbage inside a changelog in the
+middle of the history, a deleted SST file, a deleted newest commit, a deleted newest offsets
+entry): 05 names the damaged file and plans the smallest rollback; applied, and the same query
+restarted on the result, the state equals row for row that of a run that never broke; undo gives
+back the damaged checkpoint byte for byte.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from checkpoint_trees import age, clean_rows, tree_sha
+
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.runtime import PROVIDER_CONF, provider_classes
+from state_runbooks.core import growth as state_growth
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
+from state_runbooks.demos import faults
+from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint, provider_conf
+from state_runbooks.runbooks import enable_rocksdb as er
+from state_runbooks.runbooks import estimate_state_size as sizing
+from state_runbooks.runbooks import inspect_state
+from state_runbooks.runbooks import recover_corrupted_state as recovery
+from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.runbooks import rewrite_state as rs
+from state_runbooks.runbooks.inspect_state.checklist import WATERMARK_RULES
+from state_runbooks.running.results import Summary
+from state_runbooks.session.spark_session import session_conf
+
+pytestmark = pytest.mark.slow  # about 5 minutes with -n 0 on two cores
+
+ROWS_PER_BATCH = 10
+PARTITIONS = 2
+BATCHES = 3
+V2 = {CHECKPOINT_FORMAT_CONF: "2"}
+AVRO = {"spark.sql.streaming.stateStore.encodingFormat": "avro"}
+SHORT_RETENTION = {"spark.sql.streaming.minBatchesToRetain": "3"}
+
+
+# -- the corpus: each shape's units and the reader options that select them, written out by hand --
+def _stores(*names: str, operator_id: int = 0) -> dict[str, dict]:
+    return {f"{operator_id}/{n}": {"operatorId": operator_id, "storeName": n} for n in names}
+
+
+def _variables(*names: str, timers: bool = False) -> dict[str, dict]:
+    units = {f"0/{n}": {"operatorId": 0, "stateVarName": n} for n in names}
+    return {**units, **({"0/timers": {"operatorId": 0, "readRegisteredTimers": "true"}}
+                        if timers else {})}
+
+
+DEFAULT = _stores("default")
+JOIN = _stores("left-keyToNumValues", "left-keyWithIndexToValue", "right-keyToNumValues",
+               "right-keyWithIndexToValue")
+USER_ACTIVITY = _variables("events", "recent_ids", "amount_by_bucket", timers=True)
+
+
+@dataclass(frozen=True)
+class Shape:
+    workload: str
+    provider: str  # the provider setup it runs on
+    units: dict  # unit label -> Spark's reader options
+    conf: dict = field(default_factory=dict)  # session confs beyond the demo's
+    batches: int = BATCHES
+
+
+CORPUS = {
+    "window_agg": Shape("window_agg", "hdfs", DEFAULT, batches=4),
+    "composite_agg": Shape("composite_agg", "hdfs", DEFAULT),
+    "dedup": Shape("dedup", "rocksdb_changelog", DEFAULT, batches=4),
+    "dedup_short_retention": Shape("dedup", "hdfs", DEFAULT, SHORT_RETENTION, batches=6),
+    "dedup_within_watermark": Shape("dedup_within_watermark", "hdfs", DEFAULT),
+    "join": Shape("join", "rocksdb", JOIN, batches=4),
+    "join_v3": Shape("join_v3", "rocksdb_changelog", JOIN),
+    "join_format_v2": Shape("join", "rocksdb", JOIN, V2),
+    "session_window": Shape("session_window", "hdfs", DEFAULT, batches=4),
+    "pandas_with_state": Shape("pandas_with_state", "hdfs", DEFAULT),
+    "transform_with_state": Shape("transform_with_state", "rocksdb_changelog", USER_ACTIVITY),
+    "transform_with_state_avro": Shape("transform_with_state", "rocksdb", USER_ACTIVITY, AVRO),
+    "transform_with_state_format_v2": Shape("transform_with_state", "rocksdb", USER_ACTIVITY, V2),
+    "transform_with_state_pandas": Shape("transform_with_state_pandas", "rocksdb_changelog",
+                                         _variables("events", "recent_ids"), batches=4),
+    "limit": Shape("limit", "hdfs", DEFAULT),
+    "two_operators": Shape("two_operators", "rocksdb",
+                           {**DEFAULT, **_stores("default", operator_id=1)}),
+}
+NAMES = list(CORPUS)
+
+
+@dataclass
+class Built:
+    """A corpus checkpoint, alone in its folder, with its files' checksums and Spark's row counts
+    as it was written."""
+    shape: Shape
+    run: DemoRun
+    folder: Path
+    checksums: dict
+    counts: dict
+
+    def checkpoint(self, spark) -> Checkpoint:
+        return Checkpoint(spark, self.run.checkpoint_path)
+
+
+def _reader(spark, path: str, options: dict):
+    reader = spark.read.format("statestore")
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load(path)
+
+
+def spark_counts(spark, shape: Shape, path: str) -> dict[str, int]:
+    """Rows per unit from Spark's reader, with the options written out by hand (a v2 checkpoint
+    with the session set for v2 by hand: its logs do not pin the format)."""
+    conf = {k: v for k, v in shape.conf.items() if k == CHECKPOINT_FORMAT_CONF}
+    with session_conf(spark, conf):
+        return {label: _reader(spark, path, options).count()
+                for label, options in shape.units.items()}
+
+
+@pytest.fixture(scope="module")
+def corpus(spark, tmp_path_factory):
+    """``corpus(name)`` -> Built: each shape written once per module, then left alone (a test that
+    changes files copies it first)."""
+    cache = {}
+
+    def get(name: str) -> Built:
+        if name not in cache:
+            shape = CORPUS[name]
+            folder = tmp_path_factory.mktemp(f"corpus-{name}")
+            run = build_demo_checkpoint(spark, shape.workload, str(folder / "checkpoint"),
+                                        shape.batches, shape.provider, ROWS_PER_BATCH,
+                                        PARTITIONS, extra_conf=shape.conf)
+            assert run.provider == shape.provider
+            age(run.checkpoint_path)  # a stopped query's checkpoint (file times only)
+            counts = spark_counts(spark, shape, run.checkpoint_path)
+            assert counts and all(counts.values()), counts
+            cache[name] = Built(shape, run, folder,
+                                faults.tree_checksums(spark, run.checkpoint_path), counts)
+        return cache[name]
+    return get
+
+
+def _summary(spark, runbook: str, ckpt: Checkpoint) -> Summary:
+    return Summary(runbook, ckpt.root, spark.version)
+
+
+def _unchanged(spark, built: Built) -> None:
+    """Not a byte of the checkpoint changed, and nothing was written beside it."""
+    assert faults.tree_checksums(spark, built.run.checkpoint_path) == built.checksums
+    assert sorted(os.listdir(built.folder)) == ["checkpoint"]
+
+
+# -- every runbook on every healthy shape ----------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_03_counts_every_unit_as_spark_reads_it(spark, corpus, name):
+    built = corpus(name)
+    reports = inspect_state.inspect_stores(built.checkpoint(spark))
+    assert [(r.label, r.reader_error_class) for r in reports if not r.readable] == []
+    assert {r.label: r.rows for r in reports} == built.counts
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_03_checklist_calls_nothing_critical(spark, corpus, name):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    # The notebook's calls, in its order.
+    inspect_state.operators_table(ckpt)
+    inspect_state.operator_lines(ckpt)
+    inspect_state.units_table(ckpt)
+    reports = inspect_state.inspect_stores(ckpt, -1, -1, "", 5)
+    inspect_state.stores_table(reports)
+    reader = inspect_state.reader_lines(reports, ckpt)
+    # Avro-encoded state says its files hold Avro bytes, not UnsafeRow; no other shape says so.
+    assert any("Avro-encoded" in line for line in reader) == (built.shape.conf == AVRO), reader
+    inspect_state.hot_keys_lines(reports)
+    growth = state_growth.growth(ckpt, -1, "", 12, reports)
+    state_growth.method_lines(growth)
+    inspect_state.expiry_lines(reports)
+    checklist = inspect_state.production_checklist(ckpt, reports, growth)
+    lines = inspect_state.checklist_lines(checklist)
+    summary = _summary(spark, "inspect_state", ckpt)
+    inspect_state.summarize(summary, reports, checklist)
+    assert {i.status for i in checklist} <= {"pass", "info", "warn"}, lines
+    assert summary.status != "critical", (lines, summary.findings)
+    # A watermark item passes only where the watermark evicts some of this state.
+    (watermark,) = [i for i in checklist if i.item == "Watermark"]
+    by_watermark = any(r.expiry_rule in WATERMARK_RULES for r in reports)
+    assert watermark.status != "pass" or by_watermark, watermark
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_02_measures_every_unit(spark, corpus, name):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    measured = sizing.measure_checkpoint(ckpt, restarted_each_batch=True)
+    assert not measured.unreadable, measured.lines()
+    stores = measured.stores
+    assert {m.label: m.rows for m in stores} == built.counts
+    assert sum(m.rows for m in stores) == sum(built.counts.values())
+    # The notebook's calls after the measurement (no napkin: not the demo).
+    sizing.stores_table(stores)
+    sizing.partitions_table(stores)
+    sizing.estimate_lines(stores, True, ckpt.provider_kind)
+    growth = sizing.growth(ckpt, measured)
+    projection = sizing.project(growth, stores, 100)
+    assert sizing.recommendation_lines(None, stores, projection, ckpt)
+    summary = _summary(spark, "estimate_state_size", ckpt)
+    sizing.summarize(summary, None, stores, True, None, projection, [], ckpt.provider_kind,
+                     measured.unreadable)
+    per_store = summary.details["measured"]["per_store"]
+    assert sorted(e["unit"] for e in per_store) == sorted(built.counts)
+    if any("stateVarName" in options for options in built.shape.units.values()):
+        named = {e["unit"]: e.get("state_variable") for e in per_store}
+        assert all(named.values()), named
+        assert {u: v for u, v in named.items() if u != "0/timers"} == {
+            u: u.split("/", 1)[1] for u in named if u != "0/timers"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_05_finds_nothing_broken_and_plans_nothing(spark, corpus, name):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    diag = recovery.diagnose(ckpt)
+    for lines in (diag.activity_lines, lambda: recovery.structure_lines(diag),
+                  lambda: recovery.load_lines(diag), lambda: recovery.bisection_lines(diag),
+                  lambda: recovery.options_lines(diag)):
+        lines()
+    plan = recovery.plan_rollback(ckpt, diag)
+    recovery.plan_lines(plan)
+    summary = _summary(spark, "recover_corrupted_state", ckpt)
+    recovery.summarize(summary, diag, plan, None)
+    assert diag.nothing_broken, (recovery.problem_lines(diag), recovery.load_lines(diag))
+    assert plan.moves == [], recovery.plan_lines(plan)
+    assert summary.status != "critical", summary.findings
+
+
+# The shapes each runbook's offline rewrite handles (RocksDB, a family verified on this Spark, join
+# state format 2): the others are refused, in one line.
+REPARTITIONED = {"dedup", "join", "join_format_v2", "two_operators"}
+NOT_REWRITTEN = {"dedup_within_watermark", "join_v3", "pandas_with_state", "limit"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_07_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpus, name):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    try:  # the notebook's calls with its defaults (num_partitions=0: twice the count, dry run)
+        checks = rp.check_requirements(ckpt, 0)
+        before, after = checks.num_partitions_before, checks.num_partitions_after
+        scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
+        rp.forecast_lines(scans, before, after)
+        rp.requirement_lines(checks, skip=("stopped",))
+        if checks.spark_cannot:
+            rp.alternatives_lines(ckpt, checks)
+        rp.requirement_lines(checks, only=("stopped",))
+        outcome = rp.repartition(ckpt, 0, checks=checks, before=scans)
+        rp.summarize(_summary(spark, "repartition_state", ckpt), checks, outcome, scans)
+    except RunbookError as exc:
+        _unchanged(spark, built)
+        assert name not in REPARTITIONED and "\n" not in str(exc), str(exc)
+        return
+    _unchanged(spark, built)
+    assert not outcome.applied and (before, after) == (PARTITIONS, 2 * PARTITIONS)
+    assert {s.label: s.rows for s in scans} == built.counts
+    supported = checks.get("provider").ok and checks.get("operators").ok
+    assert supported == (name in REPARTITIONED), rp.requirement_lines(checks)
+    if supported:
+        assert outcome.refused is None, outcome.lines
+        assert all(s.after is not None and sum(s.after) == s.rows for s in scans)
+    else:
+        assert outcome.refused and "\n" not in outcome.refused
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_09_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpus, name,
+                                                                    tmp_path):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    output = str(tmp_path / "rewritten")  # a new location: the checkpoint is only read
+    rs.pinned_lines(ckpt)
+    checks = rs.check_requirements(ckpt, "rocksdb", "", output)
+    plan = None if checks.spark_cannot else rs.plan_rewrite(ckpt, "")
+    rs.plan_lines(checks, plan)
+    rs.requirement_lines(checks, skip=("stopped",))
+    if checks.spark_cannot:
+        rs.alternatives_lines(ckpt, checks)
+    rs.requirement_lines(checks, only=("stopped",))
+    outcome = rs.rewrite(ckpt, "rocksdb", "", output, checks=checks, plan=plan)
+    rs.summarize(_summary(spark, "rewrite_state", ckpt), checks, outcome, plan)
+    assert not outcome.applied and outcome.dry_run
+    assert checks.spark_cannot == (name in NOT_REWRITTEN), rs.requirement_lines(checks)
+    # Every corpus checkpoint is committed; a v2 one is refused for its format, by that name.
+    assert checks.get("committed").ok, rs.requirement_lines(checks)
+    assert checks.get("format").ok == (ckpt.format_version == 1)
+    assert outcome.refused is None or "\n" not in outcome.refused
+    if plan is not None:
+        assert plan.rows_before == plan.rows_after == built.counts
+    assert not os.path.exists(output)
+    _unchanged(spark, built)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_01_names_the_pinned_provider(spark, corpus, name):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    rocksdb = provider_classes().rocksdb
+    report = er.check_checkpoint(ckpt, rocksdb)
+    pinned = provider_conf(built.shape.provider)[PROVIDER_CONF]
+    last = ckpt.offset_batch_ids[-1]
+    assert (report.pinned_provider_class, report.pinned_in) == (pinned, f"offsets/{last}")
+    assert report.pinned_matches == (pinned == rocksdb)
+    assert report.changelog_newest_version == {"hdfs": None, "rocksdb": False,
+                                               "rocksdb_changelog": True}[built.shape.provider]
+    assert er.checkpoint_lines(report)[0] == f"Pinned in offsets/{last}: {pinned}"
+    assert er.options_lines(report)
+
+
+# -- five damages: diagnosed, rolled back, restarted to a never-broken state, undone -------------
+def _zip_ssts(path: Path) -> set[str]:
+    """The SST files a RocksDB snapshot zip lists (its metadata file, read here directly)."""
+    with zipfile.ZipFile(path) as archive:
+        text = archive.read("metadata").decode()
+    return {s["dfsSstFileName"] for s in json.loads(text.split("\n", 1)[1])["sstFiles"]}
+
+
+def _version(rel: str) -> int | None:
+    """The state version of a state data file (``<version>.delta|snapshot|zip|changelog``)."""
+    name = rel.rsplit("/", 1)[-1]
+    stem, _, ext = name.partition(".")
+    return int(stem) if rel.startswith("state/") and stem.isdigit() and ext in (
+        "delta", "snapshot", "zip", "changelog") else None
+
+
+def _zips(root: Path) -> dict[str, int]:
+    return {rel: _version(rel) for rel in tree_sha(root) if rel.endswith(".zip") and _version(rel)}
+
+
+# Each damage is made on a copy and returns the path 05 must name.
+def truncate_delta(root: Path, ckpt: Checkpoint) -> str:
+    """The newest delta of partition 0 cut to half its bytes."""
+    return faults.inject_fault(ckpt, "truncate_latest")
+
+
+def garbage_in_changelog(root: Path, ckpt: Checkpoint) -> str:
+    """Noise over the middle of version 2's changelog of partition 0 (length kept, .crc left as
+    it was): every later version replays it."""
+    rel = "state/0/0/2.changelog"
+    data = bytearray((root / rel).read_bytes())
+    middle = len(data) // 2
+    data[middle - 8:middle + 8] = b"\xde\xad\xbe\xef" * 4
+    (root / rel).write_bytes(bytes(data))
+    return rel
+
+
+def delete_sst(root: Path, ckpt: Checkpoint) -> str:
+    """An SST file of partition 0 that version 2 added and the newest version still lists, gone
+    with its .crc sidecar (a lost file)."""
+    folder = "state/0/0/left-keyWithIndexToValue"
+    lists = {v: _zip_ssts(root / folder / f"{v}.zip") for v in (1, 2, 4)}
+    name = sorted((lists[2] - lists[1]) & lists[4])[0]
+    rel = f"{folder}/SSTs/{name}"
+    (root / rel).unlink()
+    (root / folder / "SSTs" / f".{name}.crc").unlink()
+    return rel
+
+
+def delete_newest_commit(root: Path, ckpt: Checkpoint) -> str:
+    """The newest commit gone: its batch looks in flight, and 05 names its offsets entry."""
+    broken = faults.inject_log_fault(ckpt, "commits_latest", "missing")
+    return f"offsets/{broken.rsplit('/', 1)[1]}"
+
+
+def delete_newest_offsets(root: Path, ckpt: Checkpoint) -> str:
+    """The newest offsets entry gone: 05 names the commit left without it."""
+    broken = faults.inject_log_fault(ckpt, "offsets_latest", "missing")
+    return f"commits/{broken.rsplit('/', 1)[1]}"
+
+
+ROLLBACK = "rollback"  # the logs after the last good batch and the state after its version
+# damage -> (corpus shape, how it is made, the last batch whose state loads, the smallest plan:
+# ROLLBACK, or exactly the files to move)
+DAMAGES = {
+    "truncated_delta": ("window_agg", truncate_delta, 2, ROLLBACK),
+    "garbage_in_mid_changelog": ("dedup", garbage_in_changelog, 0, ROLLBACK),
+    "deleted_sst": ("join", delete_sst, 0, ROLLBACK),
+    # Spark re-runs a batch in flight from its offsets entry by itself: nothing to move.
+    "deleted_newest_commit": ("transform_with_state_pandas", delete_newest_commit, 2, []),
+    # Spark refuses a commit without offsets: it goes, and Spark re-runs the batch.
+    "deleted_newest_offsets": ("session_window", delete_newest_offsets, 2, ["commits/3"]),
+}
+
+
+def rollback_files(root: Path, target: int) -> tuple[set[str], set[str]]:
+    """What a rollback to ``target`` must move (the logs of later batches, the state files of later
+    versions), and what it may move besides: SST files no kept version lists."""
+    files = [rel for rel in tree_sha(root) if not rel.rsplit("/", 1)[-1].startswith(".")]
+    later_logs = {rel for rel in files if rel.split("/")[0] in ("offsets", "commits")
+                  and int(rel.split("/")[1]) > target}
+    later_state = {rel for rel in files if (_version(rel) or 0) > target + 1}
+    kept = set()
+    for rel, version in _zips(root).items():
+        if version <= target + 1:
+            folder = rel.rsplit("/", 1)[0]
+            kept |= {f"{folder}/SSTs/{n}" for n in _zip_ssts(root / rel)}
+    unused = {rel for rel in files if rel.endswith(".sst") and rel not in kept}
+    return later_logs | later_state, unused
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES))
+def test_05_repairs_a_damaged_shape_and_the_restart_equals_a_clean_run(spark, corpus, tmp_path,
+                                                                       damage):
+    name, inject, last_good, smallest = DAMAGES[damage]
+    run = corpus(name).run
+    last = run.batches - 1
+    clean = clean_rows(spark, run, tmp_path / "clean", last)  # a run that never broke
+    root = tmp_path / "checkpoint"
+    shutil.copytree(run.checkpoint_path, root)
+    ckpt = Checkpoint(spark, str(root))
+    named = inject(root, ckpt)
+    ckpt.refresh()
+    age(root)
+    damaged = tree_sha(root)
+
+    diag = recovery.diagnose(ckpt)
+    assert named in [p.path for p in diag.problems], recovery.problem_lines(diag)
+    plan = recovery.plan_rollback(ckpt, diag)
+    lines = recovery.plan_lines(plan)
+    assert plan.target_batch_id == last_good, lines
+    if smallest == ROLLBACK:
+        must, may = rollback_files(root, last_good)
+        assert must <= set(plan.moves) <= must | may, lines
+    else:
+        assert plan.moves == smallest, lines
+    assert not recovery.rollback(ckpt, plan).applied and tree_sha(root) == damaged  # dry run
+
+    backup = tmp_path / "backup"
+    outcome = recovery.rollback(ckpt, plan, dry_run=False, backup_dir=str(backup))
+    if plan.moves:
+        assert outcome.applied and outcome.verified, outcome.lines
+    else:
+        assert not outcome.applied and not backup.exists() and tree_sha(root) == damaged
+    # Each start runs one new batch, after re-running a batch left in flight.
+    faults.restart_demo(spark, run, str(root), last - last_good)
+    restarted = Checkpoint(spark, str(root))
+    until = restarted.last_committed_batch_id
+    assert until == (last if plan.moves else last + 1)
+    assert faults.state_rows(restarted, until) == clean[until]
+    if not plan.moves:
+        return  # nothing was changed: nothing to undo
+
+    # force: the restarted query wrote its batches seconds ago (it has stopped)
+    undone = recovery.undo(restarted, outcome.journal_path, dry_run=False, force=True)
+    assert undone.applied and undone.verified, undone.lines
+    assert tree_sha(root) == damaged
+
+
+# -- last in the module ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", NAMES)
+def test_zz_no_runbook_wrote_a_byte(spark, corpus, name):
+    """After every test above, each corpus checkpoint is as it was written."""
+    _unchanged(spark, corpus(name))

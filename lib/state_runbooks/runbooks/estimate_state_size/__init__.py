@@ -76,7 +76,7 @@ from .recommendation import (
     ROCKSDB_MAX_PAYLOAD_PER_PARTITION,
     Recommendation,
     recommend,
-    rocksdb_native_cap,
+    rocksdb_configured_memory,
 )
 from .report import (
     estimate_lines,
@@ -102,7 +102,7 @@ __all__ = [
     "NapkinInputs", "napkin", "napkin_inputs", "napkin_lines", "restarted_table",
     "Projection", "growth", "growth_rate", "project",
     "HDFS_MAX_HEAP_PER_PARTITION", "PROVIDER_NAMES", "ROCKSDB_MAX_PAYLOAD_PER_PARTITION",
-    "Recommendation", "recommend", "rocksdb_native_cap",
+    "Recommendation", "recommend", "rocksdb_configured_memory",
     "estimate_lines", "measured_summary", "partitions_table", "recommendation_lines",
     "stores_table", "summarize",
 ]

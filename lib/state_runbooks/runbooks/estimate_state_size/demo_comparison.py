@@ -12,7 +12,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 
 from .measurement import StoreMeasurement, disk_totals, measure_stores, measured_totals
 from .napkin_estimate import RULE_OF_THUMB_FACTORS, Napkin
-from .recommendation import rocksdb_native_cap
+from .recommendation import rocksdb_configured_memory
 
 COMPARED_WORKLOADS = ("dedup", "window_agg_many_users", "join")
 WORKLOAD_LABELS = {"dedup": "deduplication", "window_agg_many_users": "windowed aggregation",
@@ -202,14 +202,14 @@ def three_way_lines(napkin_est: Napkin, comparisons: list[Comparison], workload:
                 f"{format_bytes(c.rule_of_thumb_bytes)}, "
                 f"{c.reported_bytes / c.rule_of_thumb_bytes:.1f}x under the report.")
         else:
-            cap = rocksdb_native_cap(napkin_est.inputs.num_partitions)
+            cap = rocksdb_configured_memory(napkin_est.inputs.num_partitions)
             sst = (f", SST files {format_bytes(c.rocksdb_sst_bytes)} (rocksdbSstFileSize, "
                    f"{c.rocksdb_sst_bytes / c.payload_bytes:.2f}x the row bytes)"
                    if c.rocksdb_sst_bytes else "")
             text = (
-                f"RocksDB, memoryUsedBytes: napkin cap {format_bytes(cap)}, measured row bytes "
+                f"RocksDB, memoryUsedBytes: napkin configured memory {format_bytes(cap)}, measured row bytes "
                 f"{format_bytes(c.payload_bytes)}{sst}, reported {format_bytes(c.reported_bytes)}; "
-                f"reported/cap {c.reported_bytes / cap:.4f}, reported/row bytes "
+                f"reported/configured {c.reported_bytes / cap:.4f}, reported/row bytes "
                 f"{c.reported_bytes / c.payload_bytes:.2f}. RocksDB reports its native memory "
                 "(memtables, block cache, index and filter blocks), which follows its "
                 "configuration and when it last flushed, not the row count; the rows themselves "

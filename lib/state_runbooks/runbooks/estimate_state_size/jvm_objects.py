@@ -62,6 +62,18 @@ class JvmLayout:
         return self.value_wrapper(checksum) + self.unsafe_row + self.array_header
 
 
+    # Session windows' second map per version (each session key -> the set of its full keys):
+    @property
+    def hash_set(self) -> int:
+        """Scala 2.13 ``mutable.HashSet``: loadFactor, table, threshold, contentSize."""
+        return aligned(self.object_header + 8 + self.reference + 2 * 4)
+
+    @property
+    def hash_set_node(self) -> int:
+        """Its ``Node``: the element, its hash, the next node."""
+        return aligned(self.object_header + 2 * self.reference + 4)
+
+
 COMPRESSED_OOPS = JvmLayout("compressed oops (executor heap below 32 GB)", 12, 4, 96, 152)
 # Without compressed oops, headers are 16 bytes and references 8; the fixed parts are scaled.
 PLAIN_OOPS = JvmLayout("64-bit references (executor heap of 32 GB or more)", 16, 8, 144, 232)
@@ -131,3 +143,38 @@ def estimated_slots_variance(length: int, entries: float, bytes_per_entry: float
     k = (length - SAMPLE_SLOTS) // SAMPLE_SLOTS
     return sigma2 * ((1 - 1 / math.pi) * (1 + k * k) + 2 * k / math.pi)
 
+
+
+# -- measured on the running JVM -------------------------------------------------------------------
+_STATE = "org.apache.spark.sql.execution.streaming.state"
+
+
+def prefix_map_fixed_bytes(spark, key_schema_json: str, prefix_columns: int) -> tuple[int, int] | None:
+    """What a prefix-scan version map (``PrefixScannableHDFSBackedStateStoreMap``) holds beyond a
+    plain one before any row: its projection of the session key, the key schema it keeps (shared
+    by the versions of a partition) and its second map. SizeEstimator's figures on this JVM for
+    the store's key schema: ``(first version, each further version)``; None without a JVM here
+    (Spark Connect) or when the class is not the one this is verified on."""
+    from state_runbooks.session.spark_session import is_connect
+
+    if is_connect(spark):
+        return None
+    try:
+        jvm = spark._jvm
+        schema = jvm.org.apache.spark.sql.types.DataType.fromJson(key_schema_json)
+        none = jvm.scala.Option.empty()
+        prefix = getattr(jvm, f"{_STATE}.PrefixScannableHDFSBackedStateStoreMap")
+        plain = getattr(jvm, f"{_STATE}.NoPrefixHDFSBackedStateStoreMap")
+        estimate = jvm.org.apache.spark.util.SizeEstimator.estimate
+
+        def held(maps) -> int:
+            kept = jvm.java.util.ArrayList()
+            for m in maps:
+                kept.add(m)
+            return estimate(kept)
+        one, two = prefix(schema, prefix_columns, none), prefix(schema, prefix_columns, none)
+        plain_one, plain_two = plain(none), plain(none)
+    except Exception:  # a Spark whose maps differ: the caller says the estimate is a lower bound
+        return None
+    first = held([one]) - held([plain_one])
+    return first, held([one, two]) - held([plain_one, plain_two]) - first

@@ -22,10 +22,11 @@ from state_runbooks.core.state_reader import (
     read_state,
     read_state_changes,
     union_over_batches,
+    unsafe_row_size_sql,
 )
 from state_runbooks.core.store_scan import StoreReport, inspect_stores
 
-from .jvm_objects import COMPRESSED_OOPS, JvmLayout
+from .jvm_objects import COMPRESSED_OOPS, JvmLayout, prefix_map_fixed_bytes
 from .memory_model import (
     DEFAULT_VERSIONS_IN_MEMORY,
     MAX_VERSIONS_CONF,
@@ -33,6 +34,7 @@ from .memory_model import (
     PartitionVersions,
     estimate_partition,
     partition_versions,
+    prefix_index_bytes,
 )
 from .version_churn import version_churn
 
@@ -45,7 +47,7 @@ REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partition
 # the key up and put it only when absent): the change feed alone gives the rows of earlier batches.
 NEW_KEYS_ONLY_FAMILIES = ("dedup", "dedup_within_watermark")
 # Operator families whose store the HDFS-backed provider keeps with a second map per version (each
-# session key -> the set of its sessions, for prefix scans); the model counts the rows' map only.
+# session key -> the set of its sessions, for prefix scans): measured apart (``_prefix_index``).
 PREFIX_INDEX_FAMILIES = ("session_window",)
 # Whether the rows of the batches before come from the change feed where it can give them exactly;
 # False: always read from the state at those batches (the tests compare both ways).
@@ -207,9 +209,41 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
                  if compared is not None else "row counts")
         source = ("change feed" if report.label in from_feed else "state and change feed"
                   if report.label in replayed - labels else "state")
-        floor = operator_model(ckpt, report.operator_id).family in PREFIX_INDEX_FAMILIES
+        floor = False
+        if operator_model(ckpt, report.operator_id).family in PREFIX_INDEX_FAMILIES:
+            index = _prefix_index(ckpt, report, batch, parts, present, layout, versions)
+            floor = index is None  # no JVM here to measure the index's fixed part
+            estimate = estimate.with_index(index or 0.0)
         out.append(StoreMeasurement(report, churn, parts, estimate, source, floor))
     return CheckpointMeasurement(batch, out, unreadable, earlier_rows)
+
+
+def _prefix_index(ckpt, report, batch: int, parts, present, layout, versions) -> float | None:
+    """The prefix index of a session window's store (memory_model.prefix_index_bytes), over its
+    partitions: the session keys (every key field but the last, the session window) counted per
+    partition with their UnsafeRow bytes in one Spark job. None where the index's fixed part
+    cannot be measured (no JVM in this process)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    state = read_state(ckpt, report.operator_id, report.store_name, batch)
+    key_type = state.schema["key"].dataType
+    prefix_fields = key_type.fields[:-1]
+    fixed = prefix_map_fixed_bytes(ckpt.spark, key_type.json(), len(prefix_fields))
+    if fixed is None or not prefix_fields:
+        return None
+    prefix_schema = T.StructType(prefix_fields)
+    keys = per_core_tasks(ckpt.spark, state).select(
+        "partition_id", F.struct(*[F.col("key")[f.name].alias(f.name) for f in prefix_fields])
+        .alias("prefix")).distinct()
+    sized = keys.select("partition_id", F.expr(unsafe_row_size_sql("prefix", prefix_schema))
+                        .alias("bytes")).groupBy("partition_id").agg(
+        F.count("*").alias("prefixes"), F.avg("bytes").alias("bytes"))
+    with spark_errors(f"counting the session keys of {report.label} at batch {batch}"):
+        found = {int(r["partition_id"]): (int(r["prefixes"]), float(r["bytes"]))
+                 for r in sized.collect()}
+    return sum(prefix_index_bytes(part, *found.get(p, (0, 0.0)), fixed, layout, versions)
+               for p, part in enumerate(parts) if p in present)
 
 
 def measured_totals(measurements: list[StoreMeasurement]) -> MemoryEstimate:

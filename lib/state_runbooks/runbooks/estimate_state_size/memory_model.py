@@ -70,6 +70,7 @@ class MemoryEstimate:
     fixed_bytes: float = 0.0  # per partition and per version
     reported_bytes: float = 0.0  # what Spark's memoryUsedBytes is expected to read
     reported_variance: float = 0.0  # of that figure: SizeEstimator samples large tables
+    index_bytes: float = 0.0  # session windows: the second map per version (prefix_index_bytes)
 
     @property
     def reported_sd(self) -> float:
@@ -79,19 +80,25 @@ class MemoryEstimate:
     @property
     def heap_bytes(self) -> float:
         """What the executor heap holds for this state."""
-        return self.row_object_bytes + self.entry_bytes + self.table_bytes + self.fixed_bytes
+        return (self.row_object_bytes + self.entry_bytes + self.table_bytes + self.fixed_bytes
+                + self.index_bytes)
+
+    def with_index(self, index_bytes: float) -> "MemoryEstimate":
+        """This estimate with a prefix index's bytes added (held, and counted by Spark)."""
+        return self + MemoryEstimate(reported_bytes=index_bytes, index_bytes=index_bytes)
 
     def __add__(self, other: "MemoryEstimate") -> "MemoryEstimate":
         return MemoryEstimate(*(getattr(self, f) + getattr(other, f) for f in
                                 ("rows", "payload_bytes", "row_object_bytes", "entry_bytes",
                                  "table_bytes", "fixed_bytes", "reported_bytes",
-                                 "reported_variance")))
+                                 "reported_variance", "index_bytes")))
 
     def as_dict(self) -> dict:
         return {"rows": int(self.rows), "payload_bytes": round(self.payload_bytes),
                 "row_object_bytes": round(self.row_object_bytes),
                 "entry_bytes": round(self.entry_bytes), "table_bytes": round(self.table_bytes),
-                "fixed_bytes": round(self.fixed_bytes), "heap_bytes": round(self.heap_bytes),
+                "fixed_bytes": round(self.fixed_bytes), "index_bytes": round(self.index_bytes),
+                "heap_bytes": round(self.heap_bytes),
                 "reported_bytes": round(self.reported_bytes),
                 "reported_sd_bytes": round(self.reported_sd)}
 
@@ -177,3 +184,28 @@ def partition_versions(rows: int, inserted: int, removed: int, replaced: int, pr
     else:
         old_capacity = filled_capacity(peak)
     return PartitionVersions(rows, inserted, removed, replaced, new_capacity, old_capacity)
+
+
+def prefix_index_bytes(part: PartitionVersions, prefixes: int, prefix_bytes: float,
+                       fixed: tuple[int, int], layout: JvmLayout = COMPRESSED_OOPS,
+                       versions_in_memory: int = DEFAULT_VERSIONS_IN_MEMORY) -> float:
+    """The second map a session window's store keeps per version on the HDFS-backed provider
+    (``PrefixScannableHDFSBackedStateStoreMap``: each session key -> the set of its full keys),
+    for one store partition with ``prefixes`` session keys of ``prefix_bytes`` each.
+
+    Per version: the map's fixed part (``fixed``: measured by SizeEstimator for the key schema,
+    first version and each further one), its table (filled by ``put``), per session key a map
+    node and a set with its 16-slot table, per full key a set node. The session key objects are
+    shared by the versions. Counted whole: SizeEstimator samples only tables of over 400 slots,
+    and its expected figure for those is the same."""
+    if versions_in_memory <= 0 or prefixes <= 0:
+        return 0.0
+    has_old = versions_in_memory >= 2 and part.old_capacity > 0
+    per_prefix = layout.map_node + layout.hash_set + layout.reference_array(MIN_TABLE)
+    table = layout.reference_array(filled_capacity(prefixes))
+    versions = [part.rows] + ([part.old_rows] if has_old else [])
+    total = prefixes * (layout.key_overhead + prefix_bytes)
+    for i, keys in enumerate(versions):
+        total += (fixed[0] if i == 0 else fixed[1]) + table + prefixes * per_prefix
+        total += keys * layout.hash_set_node
+    return total

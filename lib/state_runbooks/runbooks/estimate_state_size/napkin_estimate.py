@@ -34,7 +34,7 @@ from .recommendation import (
     ROCKSDB_WRITE_BUFFER_MB,
     Recommendation,
     recommend,
-    rocksdb_native_cap,
+    rocksdb_configured_memory,
 )
 
 NAPKIN_PROVIDERS = ("hdfs", "rocksdb")
@@ -140,9 +140,10 @@ class Napkin:
     @property
     def memory_bytes(self) -> float:
         """In-memory bytes for the chosen provider: the JVM heap of the HDFS-backed provider, or
-        the cap of RocksDB's native memory (block cache and write buffers per store instance)."""
+        RocksDB's native memory as configured (block cache and full write buffers per store
+        instance; not a cap unless bounded memory is on)."""
         if self.inputs.provider == "rocksdb":
-            return rocksdb_native_cap(self.inputs.num_partitions)
+            return rocksdb_configured_memory(self.inputs.num_partitions)
         return self.memory.heap_bytes
 
     @property
@@ -282,11 +283,12 @@ def napkin_lines(est: Napkin, width: int = 100) -> list[str]:
         "(availableNow, Trigger.Once, and this runbook's demo).")
     steps.append(
         f"9. RocksDB instead. The rows live in RocksDB's files ({format_bytes(est.payload_bytes)} "
-        f"before compression), not in the JVM heap; its native memory is capped per store "
-        f"instance by configuration: {i.num_partitions:,} x ({ROCKSDB_BLOCK_CACHE_MB} MiB block "
-        f"cache + {ROCKSDB_MAX_WRITE_BUFFERS} x {ROCKSDB_WRITE_BUFFER_MB} MiB write buffers) = "
-        f"{format_bytes(rocksdb_native_cap(i.num_partitions))} at most (a stream-stream join "
-        "has 4 stores per partition).")
+        f"before compression), not in the JVM heap. Its native memory per store instance is sized, "
+        f"not capped, by configuration: {i.num_partitions:,} x ({ROCKSDB_BLOCK_CACHE_MB} MiB "
+        f"block cache + {ROCKSDB_MAX_WRITE_BUFFERS} x {ROCKSDB_WRITE_BUFFER_MB} MiB write "
+        f"buffers) = {format_bytes(rocksdb_configured_memory(i.num_partitions))} when every "
+        "buffer is full (a stream-stream join has 4 stores per partition); index and filter "
+        "blocks come on top. Only boundedMemoryUsage=true caps it, per executor.")
     rec = est.recommendation
     steps.append(
         f"10. Recommendation: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions. "

@@ -19,11 +19,13 @@ ROCKSDB_WRITE_BUFFER_MB = 64
 ROCKSDB_MAX_WRITE_BUFFERS = 2
 
 
-def rocksdb_native_cap(instances: int, block_cache_mb: int = ROCKSDB_BLOCK_CACHE_MB,
+def rocksdb_configured_memory(instances: int, block_cache_mb: int = ROCKSDB_BLOCK_CACHE_MB,
                        write_buffer_mb: int = ROCKSDB_WRITE_BUFFER_MB,
                        write_buffers: int = ROCKSDB_MAX_WRITE_BUFFERS) -> int:
-    """RocksDB's native memory cap with the default configuration: per store instance (one per
-    partition and store), a block cache plus full write buffers."""
+    """RocksDB's native memory as the default configuration sizes it: per store instance (one per
+    partition and store), a block cache plus full write buffers. Not a cap: index and filter
+    blocks and open iterators come on top, and only bounded memory
+    (``spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage``) caps it, per executor."""
     return instances * (block_cache_mb + write_buffer_mb * write_buffers) * 1024 ** 2
 
 

@@ -152,12 +152,14 @@ def estimate_lines(measurements: list[StoreMeasurement], restarted_each_batch: b
                 f"as stored. Heap {format_bytes(e.heap_bytes)} = row objects "
                 f"{format_bytes(e.row_object_bytes)} + map nodes {format_bytes(e.entry_bytes)} "
                 f"({m.rows:,} + {old_rows:,} in the older version) + hash tables "
-                f"{format_bytes(e.table_bytes)} + fixed {format_bytes(e.fixed_bytes)}. Expected "
+                f"{format_bytes(e.table_bytes)} + fixed {format_bytes(e.fixed_bytes)}"
+                + (f" + the session keys' index {format_bytes(e.index_bytes)}"
+                   if e.index_bytes else "") + ". Expected "
                 f"memoryUsedBytes {format_bytes(e.reported_bytes)} +/- "
-                f"{format_bytes(e.reported_sd)} (one sd of SizeEstimator's sampling): {why}. "
+                f"{format_bytes(e.reported_sd)} (one standard deviation of SizeEstimator's sampling): {why}. "
                 f"Churn from the {m.churn_source}."
                 + (" A lower bound: the provider also keeps, per version, an index from each "
-                   "session key to its sessions, which this model does not count."
+                   "session key to its sessions, which only a JVM in this process can measure."
                    if m.lower_bound else ""))
         lines.append(textwrap.fill(text, 100))
     total = measured_totals(measurements)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from state_runbooks.common.formatting import source_offsets_lines
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.safety import requirements
 from state_runbooks.safety.safekeeping import Outcome
 
 from .checks import Checks
@@ -13,11 +14,11 @@ from .forecast import UnitScan
 _REQUIREMENT_TITLES = {
     "spark_version": "Spark 4.2 or later",
     "api": "the repartition API in this session",
-    "committed": "the last batch committed",
+    "committed": "the last batch is committed",
     "new_count": "a count other than the current one",
     "provider": "a provider Spark's repartition supports",
     "operators": "operators Spark's repartition supports",
-    "stopped": "the query stopped",
+    "stopped": "the query is stopped",
 }
 
 
@@ -25,16 +26,7 @@ def requirement_lines(checks: Checks, skip: tuple[str, ...] = (),
                       only: tuple[str, ...] | None = None) -> list[str]:
     """One line per requirement (``skip`` some, or show ``only`` some), then the verdict (not
     with ``only``)."""
-    lines = []
-    for r in checks.requirements:
-        if r.name in skip or (only is not None and r.name not in only):
-            continue
-        mark = "ok  " if r.ok else ("FORCED" if r.overridden else "NO  ")
-        lines.append(f"{mark} {_REQUIREMENT_TITLES[r.name]}: {r.seen}")
-    unmet = ", ".join(_REQUIREMENT_TITLES[r.name] for r in checks.blocking)
-    verdict = ("every requirement is met" if checks.ok else
-               f"not met: {unmet}. Spark is not called, nothing changes")
-    return lines if only is not None else lines + [verdict]
+    return requirements.requirement_lines(checks, _REQUIREMENT_TITLES, skip, only)
 
 
 def _counts(counts: list[int], limit: int = 16) -> str:

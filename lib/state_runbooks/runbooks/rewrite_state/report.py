@@ -7,6 +7,7 @@ from state_runbooks.common.formatting import source_offsets_lines
 from state_runbooks.common.runtime import ENCODING_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model
+from state_runbooks.safety import requirements
 from state_runbooks.safety.safekeeping import Outcome
 
 from .checks import Checks
@@ -15,7 +16,7 @@ from .plan import Plan
 _TITLES = {
     "spark_version": "Spark 4.2 or later, a release this rewrite is verified on",
     "rewriter": "Spark's state rewriter in this session",
-    "committed": "the last batch committed",
+    "committed": "the last batch is committed",
     "format": "a checkpoint format the rewrite is verified on",
     "metadata": "operator metadata",
     "operators": "operators the rewrite supports",
@@ -23,7 +24,7 @@ _TITLES = {
     "encodable": "state types the move from HDFS lays out",
     "something": "something to rewrite",
     "output": "output_path empty or absent",
-    "stopped": "the query stopped",
+    "stopped": "the query is stopped",
 }
 
 
@@ -52,16 +53,7 @@ def requirement_lines(checks: Checks, skip: tuple[str, ...] = (),
                       only: tuple[str, ...] | None = None) -> list[str]:
     """One line per requirement (``skip`` some, or show ``only`` some), then the verdict (not
     with ``only``)."""
-    lines = []
-    for r in checks.requirements:
-        if r.name in skip or (only is not None and r.name not in only):
-            continue
-        mark = "ok  " if r.ok else ("FORCED" if r.overridden else "NO  ")
-        lines.append(f"{mark} {_TITLES[r.name]}: {r.seen}")
-    unmet = ", ".join(_TITLES[r.name] for r in checks.blocking)
-    verdict = ("every requirement is met" if checks.ok else
-               f"not met: {unmet}. Spark is not called, nothing changes")
-    return lines if only is not None else lines + [verdict]
+    return requirements.requirement_lines(checks, _TITLES, skip, only)
 
 
 def plan_lines(checks: Checks, plan: Plan | None) -> list[str]:

@@ -151,8 +151,10 @@ class Diagnosis:
             if only_in_flight:
                 return (f"nothing is broken in the committed state: batch {self.in_flight[0]} was "
                         f"in flight and a restart re-runs it; the last good batch is {c}")
-            return (f"the state loads at the last committed batch {c}, but {len(self.problems)} "
-                    f"thing(s) are broken (see the list): they do not stop a restart")
+            n = len(self.problems)
+            return (f"the state loads at the last committed batch {c}; {n} problem"
+                    f"{'s' if n > 1 else ''} in the files (see the list), none of which stops a "
+                    "restart")
         if g is None:
             start = (" (batch 0 is retained: a rollback can still replay everything from the "
                      "sources' start)") if self.can_replay_from_start else ""

@@ -87,7 +87,8 @@ def bisection_lines(diag: Diagnosis) -> list[str]:
         detail = f": {p.detail}" if p.detail and not p.ok else ""
         lines.append(f"  batch {p.batch_id}: {verdict} ({by}{detail})")
     g = diag.last_good_batch_id
-    lines.append(f"last good batch: {g if g is not None else 'none'} ({diag.loads} state loads; "
+    loads = f"{diag.loads} state load{'s' if diag.loads != 1 else ''}"
+    lines.append(f"last good batch: {g if g is not None else 'none'} ({loads}; "
                  f"loading every retained batch would take {hi - lo + 1})")
     if diag.locating_reads:
         lines.append(f"naming the file at fault took {diag.locating_reads} more Spark read(s) "
@@ -107,7 +108,10 @@ def options_lines(diag: Diagnosis) -> list[str]:
         lines.append(f"(c) the state loads, but a restart fails on {stops_restart[0]} (above): "
                      "make the repair below first, then restart the query")
     elif not broken_state:
-        lines.append("(c) nothing in the committed state is broken: restart the query as it is"
+        others = [p for p in diag.problems if not p.problem.startswith("offsets entry without")]
+        lines.append(("(c) the committed state loads and none of the problems listed stops a "
+                      "restart" if others else "(c) the committed state loads")
+                     + ": restart the query as it is"
                      + (f" (Spark re-runs batch {diag.in_flight[0]}, which was in flight)"
                         if diag.in_flight else ""))
     if broken_state and (g is not None or diag.can_replay_from_start):

@@ -119,10 +119,11 @@ class TimeBounds:
     batch_id: int
 
     def lines(self) -> list[str]:
-        return [f"  lower bound {self.lower:g} s: left rows kept in the state put it at or above "
-                f"{self.lower:g} s, left rows the watermark evicted below {self.lower_max:g} s",
-                f"  upper bound {self.upper:g} s: right rows kept in the state put it at or above "
-                f"{self.upper:g} s, right rows the watermark evicted below {self.upper_max:g} s"]
+        return [f"  lower bound: at least {self.lower:g} s (shown by the left rows still in "
+                f"the state) and below {self.lower_max:g} s (shown by those the watermark "
+                f"evicted); taken as {self.lower:g} s",
+                f"  upper bound: at least {self.upper:g} s and below {self.upper_max:g} s (the "
+                f"same reading of the right rows); taken as {self.upper:g} s"]
 
 
 def _secs(seconds: float) -> str:

@@ -373,3 +373,23 @@ def test_every_shape_over_connect_equals_classic(spark, on_connect, shape_report
         remote = {r.label: r for r in inspect_state.inspect_stores(ckpt)}
     assert {label: [getattr(r, k) for k in keys] for label, r in remote.items()} == \
         {label: [getattr(r, k) for k in keys] for label, r in classic.items()}
+
+
+def test_python_stateful_apis_and_where_their_expiry_lives(spark):
+    """PySpark has no mapGroupsWithState; its counterparts keep expiry in their own columns, none
+    called expirationMs, and Spark's memory report is not the sum of the rows' bytes."""
+    presence = inspect_state.api_presence()
+    assert not presence["mapGroupsWithState"] and not presence["flatMapGroupsWithState"]
+    assert presence["applyInPandasWithState"] and presence["transformWithStateInPandas"]
+    demos = {d.workload: d for d in inspect_state.python_state_demos(spark)}
+    (group_state,) = demos["pandas_with_state"].units
+    assert (group_state.expiry_rule, group_state.expiry_column) == ("timeout",
+                                                                    "value.timeoutTimestamp")
+    units = {u.label: u for u in demos["transform_with_state"].units}
+    assert (units["0/events"].expiry_rule, units["0/events"].expiry_column) == (
+        "ttl", "value.ttlExpirationMs")
+    assert units["0/timers"].expiry_column == "expiration_timestamp_ms"
+    lines = inspect_state.python_state_lines(list(demos.values()), presence)
+    assert lines[-1] == "A column named expirationMs: in no unit."
+    for demo in demos.values():
+        assert demo.memory_used_bytes != sum(u.row_bytes for u in demo.units)

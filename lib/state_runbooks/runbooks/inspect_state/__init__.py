@@ -9,6 +9,7 @@ each unit (:class:`StoreReport`, :func:`inspect_stores`) is the core's
 One module per concern:
 
 - :mod:`.checklist`: the production checklist, each item decided by the checkpoint's own facts;
+- :mod:`.python_apis`: PySpark's stateful APIs and their state as the reader shows it (demo);
 - :mod:`.report`: tables and sentences for the notebook (operators, units, figures, hot keys,
   expiry) and the run summary.
 
@@ -35,6 +36,7 @@ from .checklist import (
     production_checklist,
     retention_check,
 )
+from .python_apis import api_presence, python_state_demos, python_state_lines
 from .report import (
     expiry_lines,
     hot_keys_lines,
@@ -53,4 +55,5 @@ __all__ = [
     "WATERMARK_RULES", "CheckItem", "checklist_lines", "production_checklist", "retention_check",
     "expiry_lines", "hot_keys_lines", "operator_lines", "operators_table", "reader_lines",
     "stores_table", "summarize", "units_table",
+    "api_presence", "python_state_demos", "python_state_lines",
 ]

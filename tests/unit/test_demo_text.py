@@ -1,0 +1,68 @@
+"""What a trainee reads in the executed demos (the outputs stored in the notebooks, and their
+markdown): no wording known to be wrong, and no sentence whose numbers contradict each other or the
+cell beside it. The outputs are the ones nbval compares, refreshed by ``state-runbooks golden``."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+# Wordings that were wrong or unreadable where they stood; each with what is true instead.
+WRONG = {
+    r"thing\(s\)": "count what is broken, with its noun",
+    r"\(1 state loads": "one load is 'state load'",
+    r"not met: the query stopped": "name the unmet requirement as a requirement",
+    r"capped per store": "RocksDB's configured memory is a cap only with bounded memory",
+    r"\bone sd\b": "say 'one standard deviation'",
+    r"8 bytes per field plus": "the UnsafeRow rule has null bits and rounding too",
+    r"no sign of unbounded growth": "a growth verdict judges the trend",
+    r"nothing in the committed state is broken": "'the committed state loads' says what is known",
+    r"expired state is evicted": "the watermark evicts only what an operator expires by event time",
+    r"put it at or above": "a bound is read as 'at least ... and below ...'",
+}
+GROWTH = re.compile(r"([\d,]+) -> ([\d,]+) rows over batches (\d+)-(\d+) \(([+-][\d.]+)%")
+
+
+def _texts(path: Path) -> list[str]:
+    """Each markdown cell's text, and each code cell's printed output."""
+    out = []
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] == "markdown":
+            out.append("".join(cell["source"]))
+            continue
+        printed = []
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                printed.append("".join(o["text"]))
+            elif "text/plain" in o.get("data", {}):
+                printed.append("".join(o["data"]["text/plain"]))
+        out.append("".join(printed))
+    return out
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_wording_known_to_be_wrong(path):
+    text = "\n".join(_texts(path))
+    found = {pattern: why for pattern, why in WRONG.items() if re.search(pattern, text)}
+    assert not found, found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_growth_figures_add_up(path):
+    """A growth line's percentage is its own two row counts' change."""
+    for text in _texts(path):
+        for start, end, _first, _last, share in GROWTH.findall(text):
+            a, b = int(start.replace(",", "")), int(end.replace(",", ""))
+            assert abs((b - a) / max(a, 1) * 100 - float(share)) < 0.06, (start, end, share)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_restart_as_it_is_comes_with_no_move(path):
+    """A cell that says to restart as it is does not plan files to move aside."""
+    for text in _texts(path):
+        if "restart the query as it is" in text:
+            assert not re.search(r"\d+ files to move aside", text), text

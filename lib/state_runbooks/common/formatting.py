@@ -54,3 +54,8 @@ def id_ranges(ids: list[int]) -> str:
         if i is not None:
             start = prev = i
     return ", ".join(out)
+
+
+def bullet_lines(items: list[str]) -> str:
+    """A short list as printed at the end of a demo ("What this showed"): one ``- item`` a line."""
+    return "\n".join(f"- {item}" for item in items)

@@ -110,7 +110,8 @@ def options_lines(diag: Diagnosis) -> list[str]:
     elif not broken_state:
         others = [p for p in diag.problems if not p.problem.startswith("offsets entry without")]
         lines.append(("(c) the committed state loads and none of the problems listed stops a "
-                      "restart" if others else "(c) the committed state loads")
+                      "restart" if others else "(c) the committed state loads" if diag.problems
+                      else "(c) nothing is broken")
                      + ": restart the query as it is"
                      + (f" (Spark re-runs batch {diag.in_flight[0]}, which was in flight)"
                         if diag.in_flight else ""))

@@ -439,3 +439,24 @@ def test_notebook_as_a_deploy_gate_fails_a_change_spark_rejects(spark, shape_dem
         == ("critical", "fails", VALUE, True)
     assert summary["ignored_settings"] == [] and summary["disagreement"] is None
     assert tree_checksums(spark, checkpoint) == before
+
+
+@pytest.mark.slow
+def test_a_checkpoint_in_format_v2_is_copied_and_judged_as_a_v1_one(spark, job_files, tmp_path):
+    """RocksDB with checkpoint format v2 (state files named by unique ids, the commits naming
+    them): the copy holds the files the next batch loads, and prediction and rehearsal agree."""
+    from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
+    run = build_demo_checkpoint(spark, "dedup", str(tmp_path / "v2"), 3, "rocksdb_changelog", 10,
+                                2, extra_conf={CHECKPOINT_FORMAT_CONF: "2"})
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    assert ckpt.format_version == 2
+    before = tree_checksums(spark, ckpt.root)
+    for function, restart in (("same", "restarts"), ("rejected", "fails")):
+        check = qc.check_query_change(spark, ckpt, qc.load_job(spark, str(job_files["dedup"]),
+                                                               function))
+        assert check.rehearsed, check.rehearsal.note
+        assert (check.comparison.predicted_restart, check.comparison.predicted_error_class) == \
+            (check.rehearsal.restart, check.rehearsal.error_class)
+        assert check.restart == restart, check.rehearsal.note
+    assert tree_checksums(spark, ckpt.root) == before

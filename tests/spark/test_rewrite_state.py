@@ -254,7 +254,7 @@ def test_a_join_loses_a_key_on_all_four_stores(spark, demo_factory, tmp_path):
 @pytest.mark.slow
 def test_transform_with_state_drops_every_variable_and_timer_of_a_key(spark, shape_demo,
                                                                     tmp_path):
-    """transformWithStateInPandas (RocksDB only): dropping a user removes its value, list and map
+    """transformWithState (RocksDB only): dropping a user removes its value, list and map
     variables and its timer together; the query restarts on it."""
     run = shape_demo("transform_with_state")
     path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
@@ -265,6 +265,24 @@ def test_transform_with_state_drops_every_variable_and_timer_of_a_key(spark, sha
                       backup_dir=str(tmp_path / "b"))
     assert done.verified and done.rows_ok, done.lines
     rs.continue_query(spark, demo_query(spark, "transform_with_state", 10), path)
+
+
+@pytest.mark.slow
+def test_transform_with_state_in_pandas_is_rewritten_at_a_new_location(spark, shape_demo,
+                                                                       tmp_path):
+    """transformWithStateInPandas, a key dropped at a new location: exactly its rows gone there,
+    the original untouched, and the query goes on at the new location."""
+    run = shape_demo("transform_with_state_pandas")
+    path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
+    before = tree_sha(path)
+    ckpt = Checkpoint(spark, path)
+    output = str(tmp_path / "rewritten")
+    plan = rs.plan_rewrite(ckpt, "key.user_id = 'user-1'")
+    assert plan.rows_dropped and all(v >= 1 for v in plan.rows_dropped.values()), plan.stores
+    done = rs.rewrite(ckpt, "", "key.user_id = 'user-1'", output, dry_run=False, plan=plan)
+    assert done.applied and done.verified and done.rows_ok, done.lines
+    assert tree_sha(path) == before
+    rs.continue_query(spark, demo_query(spark, "transform_with_state_pandas", 10), output)
 
 
 # -- refusals: one line, nothing changed ----------------------------------------------------------------

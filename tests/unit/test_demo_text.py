@@ -66,3 +66,15 @@ def test_restart_as_it_is_comes_with_no_move(path):
     for text in _texts(path):
         if "restart the query as it is" in text:
             assert not re.search(r"\d+ files to move aside", text), text
+
+
+@pytest.mark.parametrize("stem", ["00_template", "06_monitor_state", "07_repartition_state",
+                                  "08_check_query_change", "09_rewrite_state"])
+def test_demo_ends_with_what_it_showed(stem):
+    """The demo's closing bullets are stored: 3 to 5 lines, each one ``- `` bullet."""
+    path = NOTEBOOKS[0].parent / f"{stem}.ipynb"
+    cells = json.loads(path.read_text())["cells"]
+    heading = next(i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                   and "".join(c["source"]).startswith("## What this showed"))
+    printed = _texts(path)[heading + 1].strip().splitlines()
+    assert 3 <= len(printed) <= 5 and all(line.startswith("- ") for line in printed), printed

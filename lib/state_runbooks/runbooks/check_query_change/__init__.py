@@ -10,7 +10,8 @@ One module per concern:
 - :mod:`.spark_check`: Spark's own restart checks, called by planning the changed query;
 - :mod:`.compare`: old against new, a verdict per difference, the prediction;
 - :mod:`.rehearsal`: the changed query restarted for one batch on a scratch copy;
-- :mod:`.check`: all of it, and the decision; :mod:`.report`: lines and summary;
+- :mod:`.check`: all of it, and the decision; :mod:`.report`: lines, summary and what the demo
+  showed;
 - :mod:`.demo`: the demo job's three changes.
 """
 from .check import Check, add_rehearsal, check_query_change, halves
@@ -33,6 +34,7 @@ from .report import (
     summary_details,
     verdict_line,
     verdict_lines,
+    what_this_showed,
 )
 
 __all__ = [
@@ -40,5 +42,5 @@ __all__ = [
     "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "demo_lines", "run_demo_changes",
     "DEFAULT_FUNCTION", "JobQuery", "load_job",
     "ignored_lines", "prediction_line", "rehearsal_lines", "side_by_side_lines", "summarize",
-    "summary_details", "verdict_line", "verdict_lines",
+    "summary_details", "verdict_line", "verdict_lines", "what_this_showed",
 ]

@@ -130,3 +130,56 @@ def summarize(summary, check: Check) -> None:
                             f"{check.error_class}: {check.rehearsal.message if check.rehearsed else check.comparison.predicted_message}")
     if check.disagreement:
         summary.add_finding("info", "prediction_differs", check.disagreement)
+
+
+def what_this_showed(changes: list, files: int, unchanged: bool) -> list[str]:
+    """The demo's lessons, each with the figures of this run: per change of the demo job
+    (``changes``: its ``DemoChange`` list) what Spark does with it and why, then the rehearsals
+    against their predictions and the checkpoint's ``files`` (``unchanged``: their checksums
+    equal the ones taken before)."""
+    lines = []
+    for c in changes:
+        check = c.check
+        state = [r for r in check.comparison.rows if r.aspect.endswith((": key", ": value"))]
+        failing = [r for r in check.comparison.differences() if r.verdict == "fails"]
+        ignored = [s for s in check.settings if s.ignored]
+        if check.restart == "fails":
+            lines.append(f"{c.description}: {_change(failing[0]) if failing else 'refused'}; "
+                         f"Spark refuses the restart with {check.error_class}")
+        elif ignored:
+            s = ignored[0]
+            ran = (check.rehearsal.shuffle_partitions if check.rehearsed
+                   and s.key == "spark.sql.shuffle.partitions" else [])
+            key = "" if s.key in c.description else f" of {s.key}"
+            lines.append(f"{c.description}: it restarts, but with the value{key} the checkpoint "
+                         f"pins, {s.pinned}, not the job's {s.job_value}"
+                         + (f"; the rehearsal ran on {', '.join(map(str, ran))} partitions"
+                            if ran else "") + f" ({check.status})")
+        elif check.status != "ok":
+            changed = [r.aspect for r in check.comparison.differences()
+                       if r.verdict == "semantics"]
+            lines.append(f"{c.description}: it restarts, but not as intended "
+                         f"({', '.join(changed) or check.status})")
+        else:
+            kept = (state and all(r.verdict == "same" for r in state))
+            lines.append(f"{c.description}: "
+                         + ("the state's key and value schemas stay the same, so " if kept else "")
+                         + f"it {check.restart} as intended ({check.status})")
+    agreed = [c for c in changes if c.check.rehearsed and not c.check.disagreement]
+    batches = sorted({c.check.rehearsal.batch_id for c in agreed})
+    share = (f"all {len(changes)}" if len(agreed) == len(changes) else
+             f"{len(agreed)} of {len(changes)}")
+    lines.append(f"{share} predictions agreed with their rehearsal "
+                 f"(batch {', '.join(map(str, batches)) or '-'} run again from its logged offsets "
+                 "on a scratch copy); the checkpoint's "
+                 + (f"{files} files stayed the same, byte for byte" if unchanged else
+                    f"{files} files did NOT all stay the same"))
+    return lines
+
+
+def _change(r) -> str:
+    """One difference as a phrase: a store's key or value, or any other aspect."""
+    label, _, part = r.aspect.rpartition(": ")
+    if part in ("key", "value"):
+        return f"the state's {part} in {label} goes from ({r.old}) to ({r.new})"
+    return f"{r.aspect} goes from {r.old} to {r.new}"

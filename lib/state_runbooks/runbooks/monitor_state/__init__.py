@@ -5,8 +5,12 @@ query running in this session.
 - ``event_log``: find applications' logs at a path and read their streaming progress events
 - ``listener``: watch an active query of this session through a ``StreamingQueryListener``
 - ``history``: progress objects -> tables per batch and per (batch, operator)
-- ``verdicts``: growth, late rows, commit time, memory, falling behind, RocksDB; with evidence
+- ``verdicts``: growth, late rows, commit time, memory, falling behind, RocksDB; with evidence;
+  and what the demo showed (``what_this_showed``)
 - ``monitor``: the notebook's start (source, history) and its summary
 
 Its demo's event logs are written by :mod:`state_runbooks.demos.event_logs`.
 """
+from .verdicts import what_this_showed
+
+__all__ = ["what_this_showed"]

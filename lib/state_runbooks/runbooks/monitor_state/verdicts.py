@@ -271,3 +271,101 @@ def judge(history: History, thresholds: Thresholds | None = None) -> list[Verdic
         return [Verdict("no_state", "info", f"query {history.query_id} has no stateful operator in "
                         f"its {history.batches_seen} batches")]
     return [v for check in CHECKS for v in check(history, t)]
+
+
+
+def what_this_showed(history: History, thresholds: Thresholds) -> list[str]:
+    """The demo's lessons, each with the figures of this run's history: where they came from, the
+    state filling up and then levelling off as the watermark evicts, what the growth verdict
+    judges, the rows dropped behind the watermark, and what memory is judged against."""
+    per_batch = history.operators.groupby("batch_id")[
+        ["num_rows_total", "num_rows_updated", "num_rows_removed",
+         "num_rows_dropped_by_watermark"]].sum().fillna(0).astype(int)
+    operators = len(history.operator_names())
+    return [f"the event log, read after the query ended, gave back the progress Spark reported "
+            f"for each of its {history.batches_seen} batches "
+            f"({int(history.batches['batch_id'].min())}-{int(history.batches['batch_id'].max())}):"
+            f" one row per batch and stateful operator ({operators} here)",
+            _eviction_lesson(per_batch),
+            _growth_lesson(history, thresholds),
+            _late_rows_lesson(history, per_batch),
+            _memory_lesson(history, thresholds)]
+
+
+def _amount(values: pd.Series) -> str:
+    """The same number every time, or the range it took."""
+    low, high = int(values.min()), int(values.max())
+    return f"{low:,}" if low == high else f"{low:,} to {high:,}"
+
+
+def _eviction_lesson(per_batch: pd.DataFrame) -> str:
+    """Where the watermark starts evicting at least half of what each batch adds."""
+    total = per_batch["num_rows_total"]
+    evicting = per_batch[(per_batch["num_rows_removed"] > 0)
+                         & (per_batch["num_rows_removed"] * 2 >= per_batch["num_rows_updated"])]
+    if evicting.empty:
+        return (f"nothing evicted half of what a batch added: the state went from "
+                f"{int(total.iloc[0]):,} to {int(total.iloc[-1]):,} rows")
+    start = int(evicting.index[0])
+    before = total[total.index < start]
+    later = per_batch[per_batch.index >= start]
+    if before.empty:
+        return (f"the watermark evicted {_amount(later['num_rows_removed'])} rows a batch from "
+                f"batch {start} on")
+    rise = total[total.index >= before.index[-1]].diff().dropna()
+    return (f"the state filled up to {int(before.iloc[-1]):,} rows by batch "
+            f"{int(before.index[-1])}; from batch {start} the watermark evicted {_amount(later['num_rows_removed'])} rows "
+            f"a batch, and it rose by only {_amount(rise)} a batch")
+
+
+def _growth_lesson(history: History, t: Thresholds) -> str:
+    """What the growth verdict judged on the operator holding the most rows at the end."""
+    names = history.operator_names()
+    last = history.operators[history.operators["batch_id"] == history.operators["batch_id"].max()]
+    largest = int(last.sort_values(["num_rows_total", "operator_id"],
+                                   ascending=[False, True])["operator_id"].iloc[0])
+    verdict = growth(history, t)[[i for i, _ in names].index(largest)]
+    rows = history.operators[history.operators["operator_id"] == largest].sort_values("batch_id")
+    if verdict.code == "growth_unknown":
+        return (f"{len(rows)} batches are too few for a growth verdict (it needs "
+                f"{MIN_TREND_BATCHES}): a young query filling up looks like growth")
+    later = rows.iloc[len(rows) // 2:]
+    start, end = int(later["num_rows_total"].iloc[0]), int(later["num_rows_total"].iloc[-1])
+    window = f"over batches {int(later['batch_id'].iloc[0])}-{int(later['batch_id'].iloc[-1])}"
+    change = f"{start:,} to {end:,} ({(end - start) / max(start, 1):+.1%})"
+    if verdict.code == "state_bounded":
+        return (f"{window} the rows did not rise in every batch, {change}: levelled off, so "
+                "state_bounded: the verdict judges the trend, not the size of the change")
+    if verdict.code == "state_rising":
+        return (f"{window} the rows still rose in every batch, {change}, so the verdict is "
+                "state_rising: a rise in every batch is a trend however small; under "
+                f"{t.growth_warning_share:.0%} it stays an info")
+    return (f"{window} the rows rose in every batch, {change}, more than "
+            f"{t.growth_warning_share:.0%}: {verdict.code}, a {verdict.severity}")
+
+
+def _late_rows_lesson(history: History, per_batch: pd.DataFrame) -> str:
+    dropped = per_batch["num_rows_dropped_by_watermark"]
+    inputs = int(history.batches["num_input_rows"].fillna(0).sum())
+    if not dropped.sum():
+        return (f"none of the {inputs:,} input rows came behind the watermark: "
+                "numRowsDroppedByWatermark stayed 0")
+    hit = dropped[dropped > 0]
+    return (f"{int(dropped.sum()):,} of the {inputs:,} input rows came behind the watermark, "
+            f"{_amount(hit)} a batch in {len(hit)} batches from batch {int(hit.index[0])}: "
+            "dropped, missing from the output, counted only in numRowsDroppedByWatermark")
+
+
+def _memory_lesson(history: History, t: Thresholds) -> str:
+    if _is_rocksdb(history.operators):
+        return ("RocksDB keeps this state in native memory, outside the heap; memory and commit "
+                "time vary by machine, so no check asserts them")
+    heap, heap_source = executor_heap(history.facts)
+    if not heap:
+        return (f"memory could not be judged ({heap_source}); memory and commit time vary by "
+                "machine, so no check asserts them")
+    budget = max(heap - RESERVED_HEAP_BYTES, 0) * t.memory_share_warning
+    return (f"HDFS-backed state lives on the heap: the memory verdict compares it with "
+            f"{format_bytes(budget)} per executor ({t.memory_share_warning:.0%} of the heap above "
+            f"300 MB; {heap_source}); memory and commit time vary by machine, so no check "
+            "asserts them")

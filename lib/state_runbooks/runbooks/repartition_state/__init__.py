@@ -8,7 +8,8 @@ One module per concern:
   row), and a checksum of every state row;
 - :mod:`.apply`: back up and journal (:mod:`state_runbooks.safety.safekeeping`, shared with 05), call
   Spark, verify, undo on its own when not verified; ``undo``;
-- :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary;
+- :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary, and
+  what the demo showed;
 - :mod:`.demo`: the demo's query continued on the new count, next to a run never repartitioned.
 """
 from .apply import BACKUP_MARK, MODES, REPARTITION, Repartitioned, check_mode, repartition, undo
@@ -22,7 +23,13 @@ from .checks import (
 )
 from .demo import Continued, continue_demo
 from .forecast import UnitScan, rows_equal, scan_state, scan_unit
-from .report import alternatives_lines, forecast_lines, requirement_lines, summarize
+from .report import (
+    alternatives_lines,
+    forecast_lines,
+    requirement_lines,
+    summarize,
+    what_this_showed,
+)
 
 __all__ = [
     "BACKUP_MARK", "MODES", "REPARTITION", "Repartitioned", "check_mode", "repartition", "undo",
@@ -30,5 +37,5 @@ __all__ = [
     "MIN_SPARK", "VERIFIED_FAMILIES", "Checks", "Requirement", "check_requirements",
     "current_partitions",
     "UnitScan", "rows_equal", "scan_state", "scan_unit",
-    "alternatives_lines", "forecast_lines", "requirement_lines", "summarize",
+    "alternatives_lines", "forecast_lines", "requirement_lines", "summarize", "what_this_showed",
 ]

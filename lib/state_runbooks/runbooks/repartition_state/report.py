@@ -8,7 +8,9 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.safety import requirements
 from state_runbooks.safety.safekeeping import Outcome
 
+from .apply import Repartitioned
 from .checks import Checks
+from .demo import Continued
 from .forecast import UnitScan
 
 _REQUIREMENT_TITLES = {
@@ -139,3 +141,50 @@ def summarize(summary, checks: Checks, out: Outcome | None,
         summary.add_finding("info", "repartition_planned",
                             f"dry run: {checks.num_partitions_before} -> "
                             f"{checks.num_partitions_after} partitions possible; nothing changed")
+
+
+def what_this_showed(checks: Checks, scans: list[UnitScan], done: Repartitioned,
+                     continued: Continued, undone: Outcome, same_bytes: bool,
+                     files: int) -> list[str]:
+    """The demo's lessons, each with the figures of this run: the placement rule and the
+    forecast (``scans``), the requirements (``checks``), the repartition and its verification
+    (``done``), the query continued on the new count (``continued``), and the undo (``undone``;
+    ``same_bytes``: the checkpoint's ``files`` checksums equal the ones taken before)."""
+    n0, n1 = checks.num_partitions_before, checks.num_partitions_after
+    rows = sum(s.rows for s in scans)
+    placed = [s for s in scans if s.after is not None]
+    if len(scans) == 1 and placed:
+        s = scans[0]
+        rule = (f"Spark's rule pmod(hash({s.rule}), n) placed all {rows} state rows where they "
+                f"were on {n0} partitions, so the layout on {n1} was computed before anything "
+                f"changed: {_counts(s.per_partition)} -> {_counts(s.after)}")
+    else:
+        rule = (f"Spark's rule pmod(hash(key), n) placed the rows of {len(placed)} of "
+                f"{len(scans)} stores ({rows} rows) where they were on {n0} partitions, so "
+                f"their layout on {n1} was computed before anything changed")
+    unmet = [r.name for r in checks.requirements if not r.ok]
+    held = (f"{len(checks.requirements) - len(unmet)} of {len(checks.requirements)} requirements "
+            "held before Spark was called")
+    if unmet == ["stopped"]:
+        held += (f'; only "{_REQUIREMENT_TITLES["stopped"]}" did not, and the demo went on with '
+                 "force=True: it is seconds old")
+    elif unmet:
+        held += "; not met: " + ", ".join(f'"{_REQUIREMENT_TITLES[n]}"' for n in unmet)
+    lines = [rule, held]
+    after = sum(s.rows for s in done.after) if done.after else None
+    if done.verified and done.rows_equal:
+        lines.append(f"the state moved from {n0} to {n1} partitions with every one of its "
+                     f"{after} rows (checksums of every key and value equal), journaled "
+                     "and backed up first")
+    else:
+        lines.append(f"the repartition from {n0} to {n1} partitions was NOT verified"
+                     + (" and was undone on its own" if done.auto_undone else ""))
+    parts = ", ".join(map(str, sorted(continued.partitions)))
+    lines.append(f"the restarted query ran on {parts} partitions, the count now pinned in the "
+                 "checkpoint, and its state "
+                 + ("equals that of a copy never repartitioned" if continued.same_state else
+                    "DIFFERS from that of a copy never repartitioned"))
+    lines.append(f"undo, from the journal, put back all {files} files as they were, byte for byte"
+                 if undone.verified and same_bytes else
+                 f"undo did NOT give back the {files} files as they were")
+    return lines

@@ -11,7 +11,8 @@ One module per concern:
 - :mod:`.location`: the new batch's offsets entry and commit, a new location's logs;
 - :mod:`.apply`: back up and journal (in place), call Spark, verify, undo on its own; ``undo``;
 - :mod:`.verify`: every store row by row, the pinned provider read back;
-- :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary;
+- :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary, and
+  what the demo showed;
 - :mod:`.demo`: the deduplication demo and a query continued on a rewritten checkpoint.
 """
 from .apply import BACKUP_MARK, MODES, REWRITE, Rewritten, check_mode, rewrite, undo
@@ -38,6 +39,7 @@ from .report import (
     plan_lines,
     requirement_lines,
     summarize,
+    what_this_showed,
 )
 from .rewriter import (
     VERIFIED_CONSTRUCTOR,
@@ -78,4 +80,5 @@ __all__ = [
     "state_comparison",
     "summarize",
     "undo",
+    "what_this_showed",
 ]

@@ -10,7 +10,9 @@ from state_runbooks.core.operators import operator_model
 from state_runbooks.safety import requirements
 from state_runbooks.safety.safekeeping import Outcome
 
+from .apply import Rewritten
 from .checks import Checks
+from .demo import Continued, operator_provider
 from .plan import Plan
 
 _TITLES = {
@@ -160,3 +162,45 @@ def summarize(summary, checks: Checks, out: Outcome | None, plan: Plan | None = 
     elif out and out.dry_run and checks.ok:
         summary.add_finding("info", "rewrite_planned", "dry run: the rewrite is possible; "
                             "nothing changed")
+
+
+def what_this_showed(checks: Checks, plan: Plan, moved: Rewritten, there: Continued,
+                     here: Continued, dedup_plan: Plan, dropped: Rewritten, again: Continued,
+                     never: Continued, undone: Outcome, same_bytes: bool,
+                     files: int) -> list[str]:
+    """The demo's lessons, each with the figures of this run: the move (``plan``, ``moved``) and
+    the query continued on it (``there``) beside the copy never rewritten (``here``); the drop
+    (``dedup_plan``, ``dropped``), what its query let through again (``again``, against
+    ``never``), and the undo (``undone``; ``same_bytes``: the ``files`` checksums equal the ones
+    taken before)."""
+    before, after = checks.provider_before, checks.provider_after
+    rows = sum(plan.rows_before.values())
+    where = "a new checkpoint" if checks.output_path else "this checkpoint"
+    lines = [f"the state moved from {before} to {after} with all {rows} rows, verified row by row, "
+             f"as batch {plan.new_batch_id} of {where} whose newest offsets entry pins {after}"
+             if moved.verified and moved.rows_ok else
+             f"the move from {before} to {after} was NOT verified"
+             + (" and was undone on its own" if moved.auto_undone else "")]
+    ran = (operator_provider(there.progress[-1]), operator_provider(here.progress[-1]))
+    lines.append(f"{len(there.progress)} more batches wrote the same {len(there.output)} rows on "
+                 f"{ran[0]} as on the copy never rewritten, still on {ran[1]}: the provider "
+                 "changed, the results did not" if there.output == here.output else
+                 f"{len(there.progress)} more batches wrote DIFFERENT rows on {ran[0]} "
+                 f"({len(there.output)}) and on the copy never rewritten, on {ran[1]} "
+                 f"({len(here.output)})")
+    kept, gone = sum(dedup_plan.rows_after.values()), sum(dedup_plan.rows_dropped.values())
+    keys = sum(dedup_plan.dropped_key_counts.values())
+    stores = len(dedup_plan.stores)
+    lines.append(f"dropping the keys where {dedup_plan.drop_keys_where} removed whole keys: "
+                 f"{keys} keys with all their rows in every store of the operator ({stores} "
+                 f"store{'s' if stores != 1 else ''} here), {gone} of the deduplication's "
+                 f"{gone + kept} rows; the other {kept} "
+                 + ("verified row by row" if dropped.verified and dropped.rows_ok else
+                    "NOT verified"))
+    lines.append(f"without a watermark a deduplication never forgets an id: when the dropped ids "
+                 f"came again, {len(again.output)} rows came through after the drop and "
+                 f"{len(never.output)} on the copy never rewritten")
+    lines.append(f"undo, from the journal, put back all {files} files of the deduplication as they "
+                 "were, byte for byte" if undone.verified and same_bytes else
+                 f"undo did NOT give back the {files} files as they were")
+    return lines

@@ -178,7 +178,8 @@ def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot
     result = run_notebook("07_repartition_state", spark_master=connect_server.url)
     differing = differences_from_golden(result.notebook, "07_repartition_state")
     assert [d.split(":", 1)[0] for d in differing] == [
-        "cell cell-07", "cell cell-13", "cell cell-14", "cell cell-15"], differing
+        "cell cell-07", "cell cell-13", "cell cell-14", "cell cell-15",
+        "cell cell-what-this-showed-run"], differing
     assert "NO   the repartition API in this session: this is a Spark Connect session" in \
         differing[0] and "(b) start a new checkpoint" in differing[0]
     assert "demo: this session cannot repartition" in differing[1]

@@ -90,6 +90,14 @@ def _is_rocksdb(rows: pd.DataFrame) -> bool:
     return any(str(c).startswith("rocksdb") for c in rows.columns if rows[c].notna().any())
 
 
+def _later_half(rows: pd.DataFrame) -> tuple[pd.DataFrame, int, int, float]:
+    """The window growth is judged on: the later half of an operator's batches, its first and
+    last row counts and the change between them as a share of the first."""
+    later = rows.iloc[len(rows) // 2:]
+    start, end = int(later["num_rows_total"].iloc[0]), int(later["num_rows_total"].iloc[-1])
+    return later, start, end, (end - start) / max(start, 1)
+
+
 def growth(history: History, t: Thresholds) -> list[Verdict]:
     """Per operator: does the state keep rising at the end of the window, and when would it reach
     the memory it has?"""
@@ -105,9 +113,7 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
                                f"to tell growth from a young query filling up (need "
                                f"{MIN_TREND_BATCHES})"))
             continue
-        later = rows.iloc[len(rows) // 2:]
-        start, end = int(later["num_rows_total"].iloc[0]), int(later["num_rows_total"].iloc[-1])
-        share = (end - start) / max(start, 1)
+        later, start, end, share = _later_half(rows)
         per_batch = least_squares_slope(later["batch_id"], later["num_rows_total"])
         evidence = (f"{label}: {start:,} -> {end:,} rows over batches {int(later['batch_id'].iloc[0])}"
                     f"-{int(later['batch_id'].iloc[-1])} ({share:+.1%}, {per_batch:+,.1f} rows "
@@ -329,8 +335,7 @@ def _growth_lesson(history: History, t: Thresholds) -> str:
     if verdict.code == "growth_unknown":
         return (f"{len(rows)} batches are too few for a growth verdict (it needs "
                 f"{MIN_TREND_BATCHES}): a young query filling up looks like growth")
-    later = rows.iloc[len(rows) // 2:]
-    start, end = int(later["num_rows_total"].iloc[0]), int(later["num_rows_total"].iloc[-1])
+    later, start, end, _share = _later_half(rows)
     window = f"over batches {int(later['batch_id'].iloc[0])}-{int(later['batch_id'].iloc[-1])}"
     change = f"{start:,} to {end:,} ({(end - start) / max(start, 1):+.1%})"
     if verdict.code == "state_bounded":

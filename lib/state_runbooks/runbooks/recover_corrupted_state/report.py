@@ -148,12 +148,8 @@ def options_lines(diag: Diagnosis) -> list[str]:
 
 
 def _batches(ids: list[int]) -> str:
-    """``batch 4``, ``batches 4..6`` (consecutive) or ``batches 4, 6``."""
-    if len(ids) == 1:
-        return f"batch {ids[0]}"
-    if ids == list(range(ids[0], ids[-1] + 1)):
-        return f"batches {ids[0]}..{ids[-1]}"
-    return "batches " + ", ".join(map(str, ids))
+    """``batch 4``, ``batches 4..6`` or ``batches 4, 6``."""
+    return f"batch{'es' if len(ids) > 1 else ''} {id_ranges(ids)}"
 
 
 # -- the summary -----------------------------------------------------------------------------------

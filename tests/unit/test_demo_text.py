@@ -78,3 +78,11 @@ def test_demo_ends_with_what_it_showed(stem):
                    and "".join(c["source"]).startswith("## What this showed"))
     printed = _texts(path)[heading + 1].strip().splitlines()
     assert 3 <= len(printed) <= 5 and all(line.startswith("- ") for line in printed), printed
+
+
+@pytest.mark.parametrize("stem", ["01_enable_rocksdb", "02_estimate_state_size",
+                                  "03_inspect_state", "04_diagnose_join_mismatch",
+                                  "05_recover_corrupted_state"])
+def test_runbook_demo_ends_with_what_it_showed(stem):
+    """The same closing bullets in the first runbooks' demos."""
+    test_demo_ends_with_what_it_showed(stem)

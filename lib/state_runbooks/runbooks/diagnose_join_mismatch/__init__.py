@@ -37,7 +37,7 @@ from .history import (
     unreadable_reason,
 )
 from .pairs import PAIR_CHECKED, closest_pair
-from .report import counts_lines, summarize, verdicts_table
+from .report import counts_lines, summarize, verdicts_table, what_this_showed
 from .resolve import WATERMARK_DELAY_KEY, resolve_join, time_bounds_from_checkpoint
 from .spec import (
     JOIN_OPERATOR,
@@ -60,5 +60,5 @@ __all__ = [
     "CATEGORIES", "UNDECIDED", "classify",
     "WATERMARK_DELAY_KEY", "resolve_join", "time_bounds_from_checkpoint",
     "Diagnosis", "Verdict", "diagnose", "explain",
-    "counts_lines", "summarize", "verdicts_table",
+    "counts_lines", "summarize", "verdicts_table", "what_this_showed",
 ]

@@ -68,3 +68,54 @@ def summarize(summary, diagnosis: Diagnosis, verdicts: list[Verdict]) -> None:
         "categories": counts,
         "verdicts": [v.to_dict() for v in verdicts],
     })
+
+
+def what_this_showed(diagnosis: Diagnosis, spec: JoinSpec, examples: list[Verdict]) -> list[str]:
+    """The demo's lessons, each with the figures of this run: the keys the join matched and
+    those still waiting in its state (``diagnosis``), the time bounds read from the watermark's
+    evictions and the keys outside them (``spec``), a waiting key's deadline, and an evicted key
+    against one that never arrived, as the ``examples`` (verdicts with evidence) show them."""
+    counts = diagnosis.counts
+    first = {}
+    for v in examples:
+        first.setdefault(v.category, v)
+    lines = [f"{counts.get('joined', 0):,} of the {diagnosis.total_keys:,} join keys in batches "
+             f"{diagnosis.history_start}..{diagnosis.batch_id} joined (Spark marked their rows "
+             f"matched); {counts.get('waiting_for_right', 0):,} keys with only a left row and "
+             f"{counts.get('waiting_for_left', 0):,} with only a right row still wait in the "
+             "state for the other side"]
+    b = spec.bounds
+    bounds = (f"the checkpoint holds no join condition, yet the rows the watermark evicted and "
+              f"kept put its bounds at {b.lower:g} s and {b.upper:g} s" if b is not None else
+              f"with the bounds given, {spec.lower_bound_seconds:g} s and "
+              f"{spec.upper_bound_seconds:g} s")
+    outside = first.get("outside_time_bounds")
+    gap = outside.evidence.get("gap_seconds") if outside else None
+    lines.append(f"{bounds}; {counts.get('outside_time_bounds', 0):,} keys had both sides but no "
+                 "pair within them" + (f", {_key(outside)} with its sides {abs(gap):g} s apart"
+                                       if gap is not None else ""))
+    waiting = first.get("waiting_for_right") or first.get("waiting_for_left")
+    deadline = waiting.evidence.get("expires_when_watermark_passes") if waiting else None
+    if deadline:
+        left = waiting.category == "waiting_for_right"
+        side, column = ((waiting.evidence["left"], spec.left.time_column) if left else
+                        (waiting.evidence["right"], spec.right.time_column))
+        bound = spec.lower_bound_seconds if left else spec.upper_bound_seconds
+        lines.append(f"a waiting row is not lost yet: {_key(waiting)} ({column} "
+                     f"{side['times'][-1][11:]}, plus the {bound:g} s bound) still joins if its "
+                     f"match comes before the watermark passes {deadline[11:]}; then Spark "
+                     "evicts it")
+    evicted, never = first.get("evicted_by_watermark"), first.get("never_seen")
+    if evicted is not None and never is not None:
+        side = evicted.evidence["left"] if evicted.evidence["left"]["times"] else \
+            evicted.evidence["right"]
+        n = counts.get("evicted_by_watermark", 0)
+        lines.append(f"{_key(evicted)}, evicted by the watermark in batch "
+                     f"{side['removed_batch']}, and {_key(never)}, which never reached the join, "
+                     "are both absent from the state now: only the history from the "
+                     f"{diagnosis.method} told them apart ({n:,} keys evicted)")
+    return lines
+
+
+def _key(v: Verdict) -> str:
+    return v.key if isinstance(v.key, str) else "(" + ", ".join(map(str, v.key)) + ")"

@@ -80,7 +80,7 @@ from .provider import (
     require_provider_class,
     snippets,
 )
-from .summary import summarize
+from .summary import summarize, what_this_showed
 from .verification import (
     Verification,
     bounded_rocksdb_instances,
@@ -103,7 +103,7 @@ __all__ = [
     "STATE_STORE_PROVIDER_BASE", "WIDELY_PUBLISHED_WRONG_CLASS", "WORKLOAD", "ClassCheck",
     "RocksDBPlan", "apply", "check_provider_class", "parse_conf_lines", "plan",
     "probe_provider_class", "require_provider_class", "snippets",
-    "summarize",
+    "summarize", "what_this_showed",
     "Verification", "bounded_rocksdb_instances", "jvm_unavailable", "verification_lines",
     "verify_rocksdb",
 ]

@@ -85,6 +85,7 @@ from .report import (
     recommendation_lines,
     stores_table,
     summarize,
+    what_this_showed,
 )
 
 __all__ = [
@@ -104,5 +105,5 @@ __all__ = [
     "HDFS_MAX_HEAP_PER_PARTITION", "PROVIDER_NAMES", "ROCKSDB_MAX_PAYLOAD_PER_PARTITION",
     "Recommendation", "recommend", "rocksdb_configured_memory",
     "estimate_lines", "measured_summary", "partitions_table", "recommendation_lines",
-    "stores_table", "summarize",
+    "stores_table", "summarize", "what_this_showed",
 ]

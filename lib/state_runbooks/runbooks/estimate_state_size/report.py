@@ -209,3 +209,70 @@ def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeas
                          "checkpoint, whose state starts empty).")
     return [textwrap.fill(line, 100, subsequent_indent="  ") for line in lines]
 
+
+
+def what_this_showed(napkin_est: Napkin | None, measurements: list[StoreMeasurement],
+                     growth, projection: Projection | None,
+                     comparisons: list[Comparison] | None = None, ckpt=None) -> list[str]:
+    """The demo's lessons, each with the figures of this run: the napkin against the rows
+    measured (``measurements``), the heap those rows take on the HDFS-backed provider, what
+    ``memoryUsedBytes`` reads (with the demo's ``comparisons``), how the watermark bounds the
+    state (``growth``, the growth table, and the ``projection``), and the provider and partitions
+    to choose before the first start (with the checkpoint ``ckpt``)."""
+    lines = []
+    total = measured_totals(measurements)
+    if napkin_est is not None and measurements:
+        i = napkin_est.inputs
+        same = "exactly that" if napkin_est.rows == total.rows else f"{total.rows:,}"
+        lines.append(f"the napkin predicted {napkin_est.rows:,} rows from the input rate, the "
+                     f"{i.watermark_seconds:g} s watermark and the {i.trigger_seconds:g} s "
+                     f"trigger alone, before any query ran; the checkpoint holds {same}")
+    if measurements and total.payload_bytes:
+        lines.append(f"{total.rows:,} rows take {format_bytes(total.payload_bytes)} as stored "
+                     f"but about {format_bytes(total.heap_bytes)} of heap on the HDFS-backed "
+                     f"provider, {total.heap_bytes / total.payload_bytes:.1f}x: JVM objects per "
+                     "row, two versions kept, a hash table per version")
+        kept = [p for m in measurements for p in m.partitions if p.old_capacity]
+        twice = any(p.old_capacity != p.new_capacity for p in kept)
+        text = (f"Spark's memoryUsedBytes is SizeEstimator's sample of that heap: expected "
+                f"{format_bytes(total.reported_bytes)} +/- {format_bytes(total.reported_sd)}"
+                + (", above the heap, as it counts the rows both versions share twice"
+                   if twice and total.reported_bytes > total.heap_bytes else ""))
+        judged = [c for c in comparisons or [] if c.error is not None]
+        if judged:
+            within = sum(abs(c.error) <= ACCURACY_TARGET for c in judged)
+            text += (f"; the estimate came within {ACCURACY_TARGET:.0%} of it on "
+                     + (f"all {len(judged)} workloads" if within == len(judged) else
+                        f"only {within} of {len(judged)} workloads"))
+        lines.append(text)
+    if growth is not None and not growth.empty:
+        rows = [int(v) for v in growth.sum(axis=1).tolist()]
+        batches = [int(b) for b in growth.index]
+        since = len(rows) - 1
+        while since > 0 and rows[since - 1] == rows[-1]:
+            since -= 1
+        ahead = (f"; {projection.horizon_batches:,} batches on, the projection stays at "
+                 f"{projection.rows:,} rows" if projection is not None
+                 and projection.rows == rows[-1] else "")
+        if 0 < since < len(rows) - 1:
+            step = (rows[since] - rows[0]) / (batches[since] - batches[0])
+            lines.append(f"the state grew by {step:,.0f} rows a batch up to batch "
+                         f"{batches[since]}, then held {rows[-1]:,} rows through batch "
+                         f"{batches[-1]}: the watermark evicts as many as each batch adds"
+                         + ahead)
+        else:
+            lines.append(f"the state went from {rows[0]:,} to {rows[-1]:,} rows over batches "
+                         f"{batches[0]}..{batches[-1]} without levelling off"
+                         + (f"; at that rate it holds {projection.rows:,} rows "
+                            f"{projection.horizon_batches:,} batches on" if projection else ""))
+    if measurements:
+        partitions = max(m.num_partitions for m in measurements)
+        now = recommend(total.rows, total.heap_bytes, total.payload_bytes, partitions,
+                        rocksdb_only=rocksdb_only(ckpt) if ckpt is not None else None)
+        agree = (napkin_est is not None and napkin_est.recommendation.provider == now.provider
+                 and napkin_est.recommendation.partitions == now.partitions)
+        lines.append(f"{PROVIDER_NAMES[now.provider]} with {now.partitions:,} partitions suits "
+                     "this state" + (", by the napkin and the measurement alike" if agree
+                                     else "") + ": choose both before the first start, when the "
+                     f"checkpoint pins them (this one has {partitions:,} partitions)")
+    return lines

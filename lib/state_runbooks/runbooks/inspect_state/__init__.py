@@ -46,6 +46,7 @@ from .report import (
     stores_table,
     summarize,
     units_table,
+    what_this_showed,
 )
 
 __all__ = [
@@ -54,6 +55,6 @@ __all__ = [
     "inspect_unit", "skew_ratio", "unreadable_report",
     "WATERMARK_RULES", "CheckItem", "checklist_lines", "production_checklist", "retention_check",
     "expiry_lines", "hot_keys_lines", "operator_lines", "operators_table", "reader_lines",
-    "stores_table", "summarize", "units_table",
+    "stores_table", "summarize", "units_table", "what_this_showed",
     "api_presence", "python_state_demos", "python_state_lines",
 ]

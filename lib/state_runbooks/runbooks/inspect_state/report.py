@@ -2,7 +2,7 @@
 per unit, units not read, hot keys, expiry; and the run summary."""
 from __future__ import annotations
 
-from state_runbooks.common.formatting import format_utc, id_ranges
+from state_runbooks.common.formatting import format_bytes, format_utc, id_ranges
 from state_runbooks.common.runtime import ENCODING_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model, state_units
@@ -191,3 +191,78 @@ def summarize(summary, reports: list[StoreReport], checklist: list[CheckItem]) -
         "stores": [r.summary() for r in reports],
         "checklist": [i.__dict__ for i in checklist],
     })
+
+
+def what_this_showed(reports: list[StoreReport], growth, checklist: list[CheckItem],
+                     session_reports: list[StoreReport] | None = None) -> list[str]:
+    """The demo's lessons, each with the figures of this run: what the checkpoint holds and what
+    the reader read (``reports``), the balance, how the state grew and levelled off (``growth``,
+    the growth table), what the watermark evicts next (with the session query's
+    ``session_reports``), and the production ``checklist``."""
+    read = [r for r in reports if r.readable]
+    lines = []
+    if read:
+        ops = sorted({(r.operator_id, r.operator_name) for r in reports})
+        units = ("one store each" if len(reports) == len(ops) else f"{len(reports)} units")
+        counts = sorted({r.num_partitions for r in reports})
+        parts = f"{counts[0]} partitions" if len(counts) == 1 else "partitions"
+        payload = sum(r.key_bytes + r.value_bytes for r in read)
+        lines.append(f"the checkpoint keeps {len(ops)} stateful operator"
+                     f"{'s' if len(ops) != 1 else ''} ({', '.join(name for _, name in ops)}), "
+                     f"{units} in {parts}; Spark's "
+                     f"statestore reader read their {sum(r.rows or 0 for r in read):,} rows at "
+                     f"batch {read[0].batch_id}, {format_bytes(payload)} of keys and values")
+        worst = max(read, key=lambda r: r.skew_ratio or 0.0)
+        if worst.skew_ratio and worst.num_partitions:
+            balance = next((i.status for i in checklist if i.item == "Partition balance"), None)
+            verdict = ("too few rows per partition to judge" if not worst.skew_judged else
+                       "balanced" if balance == "pass" else
+                       "skewed: one task does most of the work")
+            lines.append(f"the worst skew ratio, {worst.skew_ratio:.2f} ({worst.label}), is its "
+                         f"fullest partition's {max(worst.rows_per_partition):,} rows over the "
+                         f"mean {worst.rows / worst.num_partitions:,.4g}: {verdict}")
+    if growth is not None and not growth.empty:
+        batches = [int(b) for b in growth.index]
+        level, rising = [], []
+        for unit in growth.columns:
+            rows = [int(v) for v in growth[unit].tolist()]
+            since = len(rows) - 1
+            while since > 0 and rows[since - 1] == rows[-1]:
+                since -= 1
+            if 0 < since < len(rows) - 1:
+                level.append(f"{unit} at {rows[-1]:,}{' rows' if not level else ''} from "
+                             f"batch {batches[since]}")
+            elif rows[-1] > rows[0]:
+                rising.append(f"{unit} {rows[0]:,} -> {rows[-1]:,}")
+        grew = []
+        if level:
+            grew.append(f"the state stopped growing ({' and '.join(level)}): the watermark "
+                        "now evicts as many rows as each batch adds, so it stays bounded")
+        if rising:
+            grew.append(f"still growing over batches {batches[0]}..{batches[-1]}: "
+                        f"{'; '.join(rising)} rows, a young query filling its watermark "
+                        "horizon or state that nothing evicts")
+        if grew:
+            lines.append("; ".join(grew))
+    due = [f"{r.rows_due:,} of {r.label}'s {r.rows:,}"
+           for r in sorted(read, key=lambda r: -(r.rows_due or 0))
+           if r.expiry_clock == "event_time" and r.rows_due is not None]
+    sessions = [r for r in session_reports or [] if r.readable and r.expiry_rule == "session_end"]
+    if due or sessions:
+        text = ("the watermark evicts by event time: " + " and ".join(due)
+                + " rows are already behind it, gone in the next batch" if due else "")
+        if sessions:
+            s = sessions[0]
+            text += ("; " if text else "") + (
+                f"a session window keeps one row per open session ({s.rows:,} here, "
+                f"{f'{s.rows_due:,}' if s.rows_due else 'none'} due) until the watermark "
+                "passes its end")
+        lines.append(text)
+    statuses = [i.status for i in checklist]
+    lines.append(f"the production checklist decided its {len(checklist)} items from the "
+                 f"checkpoint's own files and figures: "
+                 + ", ".join(f"{statuses.count(s)} {label}" for s, label in
+                             (("pass", "passed"), ("warn", "warned"), ("info", "for information"))
+                             if statuses.count(s))
+                 + ("" if "warn" in statuses else ", no warning"))
+    return lines

@@ -37,6 +37,7 @@ from .report import (
     source_offsets_lines,
     structure_lines,
     summarize,
+    what_this_showed,
 )
 from .structure import Problem
 
@@ -46,5 +47,5 @@ __all__ = [
     "Diagnosis", "Probe", "diagnose", "linear_scan",
     "REPLAY_FROM_START", "Plan", "plan_lines", "plan_rollback",
     "bisection_lines", "load_lines", "options_lines", "problem_lines", "source_offsets_lines",
-    "structure_lines", "summarize", "Problem",
+    "structure_lines", "summarize", "what_this_showed", "Problem",
 ]

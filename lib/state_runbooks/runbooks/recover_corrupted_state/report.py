@@ -3,6 +3,8 @@ run summary's keys and findings.
 """
 from __future__ import annotations
 
+import re
+
 from state_runbooks.common.formatting import id_ranges, source_offsets_lines  # noqa: F401 - 05's API
 
 from .apply import Outcome
@@ -211,3 +213,65 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
             summary.add_finding("critical", f"{outcome.mode}_not_verified",
                                 "; ".join(outcome.lines[-2:]))
             summary.change_failed = f"{outcome.mode} applied but not verified: see its journal"
+
+
+def what_this_showed(diag: Diagnosis, plan: Plan, deleted: str, done: Outcome,
+                     same: list[str], undone: Outcome, byte_for_byte: bool,
+                     files: int) -> list[str]:
+    """The demo's lessons, each with the figures of this run: what one damaged file breaks and
+    the last good batch found (``diag``), what Spark answers when the state folder is gone
+    (``deleted``), the rollback of ``plan`` (``done``) and the restart compared with the intact
+    copy (``same``: one line per store), and the undo (``undone``; ``byte_for_byte``: the
+    checksums of the checkpoint's ``files`` equal the ones taken before the rollback)."""
+    c, g = diag.last_committed_batch_id, diag.last_good_batch_id
+    lines = []
+    damaged = [p for p in diag.problems if p.first_batch_id is not None]
+    if damaged and c is not None and g is not None and g < c:
+        names = {op["operator_id"]: op["operator_name"] for op in diag.operators}
+        intact = sorted({f"operator {r.operator_id} ({names.get(r.operator_id, r.store_name)})"
+                         for r in diag.load_test if r.ok})
+        chained = damaged[0].path.endswith((".delta", ".changelog"))
+        lines.append(f"one damaged file, {damaged[0].path}, broke the state of "
+                     f"{_batches(list(range(g + 1, c + 1)))}"
+                     + (": each later version replays it on top of the last snapshot"
+                        if chained else "")
+                     + (f", while {', '.join(intact)} still loaded" if intact else "")
+                     + (f" ({len(damaged)} damaged files in all)" if len(damaged) > 1 else ""))
+    if diag.retained is not None and g is not None:
+        lo, hi = diag.retained
+        by_files = [p.batch_id for p in diag.probes if p.by == "files" and not p.ok]
+        lines.append(f"the last good batch, {g}, took {diag.loads} state load"
+                     f"{'s' if diag.loads != 1 else ''} to find instead of {hi - lo + 1}, one per "
+                     "retained batch: " + (f"the damaged files ruled out "
+                                           f"{_and(by_files)} without a Spark job"
+                                           if by_files else "a bisection of Spark's own loads"))
+    error = re.search(r"\[([A-Z_.]+)\]", deleted or "")
+    if error:
+        lines.append(f"deleting the state folder is no way back on Spark 4: the restart failed "
+                     f"with {error.group(1)}, as its offsets log says stateful batches ran")
+    elif deleted:
+        lines.append(f"without the state folder, {deleted}")
+    rows = [m.groups() for m in (_SAME.match(line) for line in same) if m]
+    equal = bool(same) and all(line.endswith("equal") for line in same)
+    if done is not None and done.verified:
+        lines.append(f"the rollback to batch {plan.target_batch_id} moved {len(plan.moves)} files "
+                     f"aside, journaled; re-running {c - g} batches from the source gave "
+                     + ("the state of the run that never broke" if equal else
+                        "a state DIFFERENT from the run that never broke")
+                     + (f" ({' and '.join(f'{n} rows of {label}' for label, n in rows)})"
+                        if rows else ""))
+    if undone is not None:
+        lines.append(f"undo, from the journal, put back all {files} files, sidecars included, "
+                     "byte for byte" if undone.verified and byte_for_byte else
+                     f"undo did NOT give back the {files} files as they were")
+    return lines
+
+
+def _and(ids: list[int]) -> str:
+    """``batch 5``, ``batches 5 and 3``, ``batches 5, 4 and 3``: in the order given."""
+    words = [str(i) for i in ids]
+    return ("batch " + words[0] if len(words) == 1 else
+            "batches " + ", ".join(words[:-1]) + " and " + words[-1])
+
+
+_SAME = re.compile(r"^(\S+) at batch \d+: (\d+) vs \d+ rows")

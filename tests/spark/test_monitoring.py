@@ -227,6 +227,28 @@ def test_state_that_levels_off_is_not_growth():
     assert [v.code for v in verdicts.growth(short, verdicts.Thresholds())] == ["growth_unknown"]
 
 
+def test_the_growth_verdict_judges_the_trend_not_the_size_of_the_change():
+    def verdict(rows):
+        history = build_history([_progress(b, r) for b, r in enumerate(rows)], facts=LOCAL_2G)
+        (found,) = verdicts.growth(history, verdicts.Thresholds())
+        return found
+
+    # +2 rows a batch on 1,000 rows: 1% over the window, but a rise that does not slow.
+    steady = verdict([1_000 + 2 * b for b in range(12)])
+    assert (steady.code, steady.severity) == ("state_growing", "warning")
+    assert "its rise does not slow (+2.0 then +2.0 rows a batch)" in steady.message
+    # The same start, slowing to nothing: a horizon filling up.
+    slowing = verdict([1_000, 1_002, 1_004, 1_006, 1_008, 1_010, 1_012, 1_014, 1_015, 1_016,
+                       1_016, 1_016])
+    assert (slowing.code, slowing.severity) == ("state_levelling", "info")
+    assert "slowed from +1.5 to +0.0 rows a batch" in slowing.message
+    # Slowing, but by a large share: still a warning.
+    large = verdict([100, 200, 300, 400, 500, 600, 700, 800, 850, 870, 880, 885])
+    assert large.code == "state_growing" and "but it rose by more than 10%" in large.message
+    # A fall anywhere in the window: bounded.
+    assert verdict([100, 200, 300, 400, 450, 460, 462, 462, 461, 462]).code == "state_bounded"
+
+
 def test_late_rows_commit_share_falling_behind_and_memory():
     progress = [_progress(b, 1000, dropped=5 if b >= 6 else 0, commit_ms=2400, duration_ms=1000,
                           input_rate=200.0, processed_rate=150.0 if b % 4 else 250.0,

@@ -86,3 +86,22 @@ def test_demo_ends_with_what_it_showed(stem):
 def test_runbook_demo_ends_with_what_it_showed(stem):
     """The same closing bullets in the first runbooks' demos."""
     test_demo_ends_with_what_it_showed(stem)
+
+
+def test_growth_verdict_agrees_with_the_rows_per_batch_beside_it():
+    """06's growth verdict against its own state table: levelling off or bounded is never said
+    of rows that rose by the same amount in every batch of the window, nor growth of rows that
+    stopped rising at its end."""
+    texts = _texts(next(p for p in NOTEBOOKS if p.stem == "06_monitor_state"))
+    table = next(t for t in texts if t.lstrip().startswith("batch_id"))
+    header, *rows = [line.split() for line in table.strip().splitlines()]
+    batch, total = header.index("batch_id"), header.index("num_rows_total")
+    rows_at = {int(r[batch]): int(r[total]) for r in rows}
+    verdicts = re.findall(r"\] (state_\w+): .*? rows over batches (\d+)-(\d+)", "\n".join(texts))
+    assert verdicts
+    for code, first, last in verdicts:
+        steps = [rows_at[b + 1] - rows_at[b] for b in range(int(first), int(last))]
+        if code in ("state_levelling", "state_bounded"):
+            assert not (len(set(steps)) == 1 and steps[0] > 0), (code, steps)
+        if code == "state_growing":
+            assert steps[-1] > 0, (code, steps)

@@ -37,7 +37,7 @@ from .history import (
     unreadable_reason,
 )
 from .pairs import PAIR_CHECKED, closest_pair
-from .report import counts_lines, summarize, verdicts_table, what_this_showed
+from .report import counts_lines, summarize, times_line, verdicts_table, what_this_showed
 from .resolve import WATERMARK_DELAY_KEY, resolve_join, time_bounds_from_checkpoint
 from .spec import (
     JOIN_OPERATOR,
@@ -49,7 +49,7 @@ from .spec import (
     find_join_operator,
     join_operators,
 )
-from .verdicts import Diagnosis, Verdict, diagnose, explain
+from .verdicts import Diagnosis, Verdict, common_day, diagnose, explain
 
 __all__ = [
     "JOIN_OPERATOR", "ROWS_STORE", "SIDES", "JoinSide", "JoinSpec", "TimeBounds",
@@ -59,6 +59,6 @@ __all__ = [
     "PAIR_CHECKED", "closest_pair",
     "CATEGORIES", "UNDECIDED", "classify",
     "WATERMARK_DELAY_KEY", "resolve_join", "time_bounds_from_checkpoint",
-    "Diagnosis", "Verdict", "diagnose", "explain",
-    "counts_lines", "summarize", "verdicts_table", "what_this_showed",
+    "Diagnosis", "Verdict", "common_day", "diagnose", "explain",
+    "counts_lines", "summarize", "times_line", "verdicts_table", "what_this_showed",
 ]

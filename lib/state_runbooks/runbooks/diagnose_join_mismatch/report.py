@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .classification import CATEGORIES
 from .spec import JoinSpec
-from .verdicts import Diagnosis, Verdict
+from .verdicts import Diagnosis, Verdict, common_day
 
 
 def counts_lines(diagnosis: Diagnosis) -> list[str]:
@@ -19,16 +19,26 @@ def counts_lines(diagnosis: Diagnosis) -> list[str]:
     return lines
 
 
+def times_line(verdicts: list[Verdict]) -> str:
+    """Said once above the table and the explanations: the zone, and the date the times share."""
+    day = common_day(verdicts)
+    return (f"Times are UTC, all on {day}: the table and the sentences show the time of day."
+            if day else "Times are UTC.")
+
+
 def verdicts_table(verdicts: list[Verdict], spec: JoinSpec):
-    """The per-key table: key, category, each side's rows and times, the gap, removals."""
+    """The per-key table: key, category, each side's rows and times (of day, when they share a
+    date: :func:`times_line`), the gap."""
     import pandas as pd
+
+    day = common_day(verdicts)
 
     def side(s: dict) -> str:
         if not s["times"]:
             return "-"
         flag = " matched" if s["matched"] else ""
         where = (f"{s['rows_now']} now" if s["rows_now"] else f"evicted b{s['removed_batch']}")
-        return f"{', '.join(t[11:] for t in s['times'])} ({where}{flag})"
+        return f"{', '.join(t[11:] if day else t for t in s['times'])} ({where}{flag})"
 
     return pd.DataFrame([{
         "key": v.key if isinstance(v.key, str) else tuple(v.key),

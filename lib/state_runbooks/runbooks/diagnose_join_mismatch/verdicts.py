@@ -4,6 +4,7 @@ it (``explain``).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import reduce
 
@@ -199,9 +200,10 @@ class Diagnosis:
             s.pop("_present")
         return Verdict(self._key_out(key), category, evidence)
 
-    def explain(self, verdict: Verdict) -> str:
-        """A few sentences a person can read, from the evidence alone."""
-        return explain(verdict, self.spec)
+    def explain(self, verdict: Verdict, day: str | None = None) -> str:
+        """A few sentences a person can read, from the evidence alone; with ``day`` (the date every
+        time shown shares, from :func:`common_day`), times of day only."""
+        return explain(verdict, self.spec, day)
 
 
 def diagnose(ckpt: Checkpoint, spec: JoinSpec, batch_id: int = -1, method: str = "auto",
@@ -241,8 +243,28 @@ def _one_of(cols: list[str], keys: list[tuple]):
         for key in keys])
 
 
-def explain(verdict: Verdict, spec: JoinSpec) -> str:
-    """A few sentences explaining a verdict, from its evidence alone."""
+_TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{3})?")
+
+
+def _evidence_times(verdict: Verdict) -> list[str]:
+    return [m.group(0) for m in _TIME.finditer(str(verdict.evidence))]
+
+
+def common_day(verdicts: list[Verdict]) -> str | None:
+    """The date (``YYYY-MM-DD``) every time in the verdicts' evidence falls on, if they share one:
+    then a report says it once and shows times of day only."""
+    days = {t[:10] for v in verdicts for t in _evidence_times(v)}
+    return days.pop() if len(days) == 1 else None
+
+
+def explain(verdict: Verdict, spec: JoinSpec, day: str | None = None) -> str:
+    """A few sentences explaining a verdict, from its evidence alone; times of day only when
+    ``day`` is the date they all share."""
+    text = _explain(verdict, spec)
+    return text.replace(f"{day} ", "") if day else text
+
+
+def _explain(verdict: Verdict, spec: JoinSpec) -> str:
     e, cat = verdict.evidence, verdict.category
     key = (verdict.key if isinstance(verdict.key, str)
            else "(" + ", ".join(map(str, verdict.key)) + ")")

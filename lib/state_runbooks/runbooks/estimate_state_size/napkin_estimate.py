@@ -291,8 +291,9 @@ def napkin_lines(est: Napkin, width: int = 100) -> list[str]:
         "blocks come on top. Only boundedMemoryUsage=true caps it, per executor.")
     rec = est.recommendation
     steps.append(
-        f"10. Recommendation: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions. "
-        f"Thresholds: {rec.reason}." + (
+        f"10. Recommendation: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions "
+        f"for {est.rows:,} rows (the thresholds are listed with the recommendation, section 6)."
+        + (
             f" You planned {PROVIDER_NAMES[i.provider]}." if i.provider != rec.provider else ""))
     return [textwrap.fill(s, width, subsequent_indent="   ") for s in steps]
 

@@ -29,6 +29,19 @@ def rocksdb_configured_memory(instances: int, block_cache_mb: int = ROCKSDB_BLOC
     return instances * (block_cache_mb + write_buffer_mb * write_buffers) * 1024 ** 2
 
 
+def thresholds_line(rocksdb_only: str | None = None, max_rows_on_hdfs: int | None = None) -> str:
+    """The thresholds :func:`recommend` decides by, said once for every recommendation shown;
+    with ``rocksdb_only`` (why a checkpoint runs on RocksDB only), the rule for that checkpoint."""
+    limit = LARGE_STATE_ROWS if max_rows_on_hdfs is None else max_rows_on_hdfs
+    rocksdb = (f"RocksDB, with the row bytes per partition <= "
+               f"{format_bytes(ROCKSDB_MAX_PAYLOAD_PER_PARTITION)}")
+    if rocksdb_only:
+        return f"On this checkpoint: {rocksdb} ({rocksdb_only})."
+    return (f"Thresholds: above {limit:,} rows {rocksdb} (beyond that many rows the HDFS-backed "
+            "provider's JVM memory becomes a risk); otherwise the HDFS-backed provider, with the "
+            f"estimated heap per partition <= {format_bytes(HDFS_MAX_HEAP_PER_PARTITION)}.")
+
+
 @dataclass
 class Recommendation:
     provider: str

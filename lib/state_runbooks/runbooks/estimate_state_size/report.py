@@ -13,7 +13,12 @@ from .demo_comparison import ACCURACY_TARGET, Comparison
 from .measurement import StoreMeasurement, disk_totals, measured_totals
 from .napkin_estimate import Napkin
 from .projection import Projection
-from .recommendation import HDFS_MAX_HEAP_PER_PARTITION, PROVIDER_NAMES, recommend
+from .recommendation import (
+    HDFS_MAX_HEAP_PER_PARTITION,
+    PROVIDER_NAMES,
+    recommend,
+    thresholds_line,
+)
 
 
 def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch: bool) -> dict:
@@ -181,21 +186,21 @@ def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeas
     if napkin_est is not None:
         rec = napkin_est.recommendation
         lines.append(f"Napkin: {PROVIDER_NAMES[rec.provider]}, {rec.partitions:,} partitions "
-                     f"({rec.reason}).")
+                     f"({napkin_est.rows:,} rows).")
     if measurements:
         total = measured_totals(measurements)
         partitions = max(m.num_partitions for m in measurements)
         now = recommend(total.rows, total.heap_bytes, total.payload_bytes, partitions,
                         rocksdb_only=only)
         lines.append(f"Measured: {PROVIDER_NAMES[now.provider]}, {now.partitions:,} partitions "
-                     f"({now.reason}); the checkpoint has {partitions:,}.")
+                     f"({total.rows:,} rows); the checkpoint has {partitions:,}.")
         if projection is not None and total.rows:
             scale = projection.rows / total.rows
             later = recommend(projection.rows, total.heap_bytes * scale,
                               total.payload_bytes * scale, partitions, rocksdb_only=only)
             lines.append(f"In {projection.horizon_batches:,} batches at the measured growth: "
                          f"{PROVIDER_NAMES[later.provider]}, {later.partitions:,} partitions "
-                         f"({later.reason}).")
+                         f"({projection.rows:,} rows).")
         wanted = {now.provider} | ({later.provider} if projection is not None and total.rows
                                    else set())
         if pinned == "hdfs" and "rocksdb" in wanted:
@@ -207,6 +212,10 @@ def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeas
             lines.append("The checkpoint pins RocksDB, which keeps state of any of these sizes: "
                          "keep it (going back to the HDFS-backed provider needs a new "
                          "checkpoint, whose state starts empty).")
+    if napkin_est is not None or (measurements and not only):
+        lines.append(thresholds_line())
+    if measurements and only:
+        lines.append(thresholds_line(only))
     return [textwrap.fill(line, 100, subsequent_indent="  ") for line in lines]
 
 

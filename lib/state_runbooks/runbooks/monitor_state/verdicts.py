@@ -23,8 +23,9 @@ RESERVED_HEAP_BYTES = 300 * 1024 ** 2  # Spark's reserved system memory, outside
 
 @dataclass(frozen=True)
 class Thresholds:
-    # State that fills its watermark horizon levels off; state nothing evicts keeps rising. Over the
-    # later half of the window, a rise above this share of the level is not a fill-up any more.
+    # State that fills its watermark horizon levels off: each batch adds less than the one before.
+    # A rise that slows down but still adds more than this share of the level over the later half
+    # of the window is still worth a warning; one that does not slow down is one however small.
     growth_warning_share: float = 0.10
     # Every row dropped by the watermark is input that never reaches the output.
     late_rows_warning: int = 1
@@ -98,6 +99,16 @@ def _later_half(rows: pd.DataFrame) -> tuple[pd.DataFrame, int, int, float]:
     return later, start, end, (end - start) / max(start, 1)
 
 
+SLOWING = 0.5  # the rise per batch has at least halved across the window: it is levelling off
+
+
+def _rise_per_batch(later: pd.DataFrame) -> tuple[float, float]:
+    """The mean rise per batch over the first and over the last half of the window's steps."""
+    steps = later["num_rows_total"].diff().dropna().tolist()
+    half = max(len(steps) // 2, 1)
+    return sum(steps[:half]) / half, sum(steps[-half:]) / half
+
+
 def growth(history: History, t: Thresholds) -> list[Verdict]:
     """Per operator: does the state keep rising at the end of the window, and when would it reach
     the memory it has?"""
@@ -119,14 +130,20 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
                     f"-{int(later['batch_id'].iloc[-1])} ({share:+.1%}, {per_batch:+,.1f} rows "
                     f"per batch)")
         if not is_rising(later["num_rows_total"], min_points=2):  # the window has >= 4
-            out.append(Verdict("state_bounded", "info", f"{evidence}: it levelled off (it did not "
-                               "rise in every batch of the window)"))
+            out.append(Verdict("state_bounded", "info", f"{evidence}: bounded: it fell in some "
+                               "batch of the window, so something evicts it"))
             continue
-        if share <= t.growth_warning_share:
-            out.append(Verdict("state_rising", "info", f"{evidence}: it rose in every batch and has "
-                               f"not levelled off yet, by less than {t.growth_warning_share:.0%}: "
-                               "watch a longer window"))
+        early, late = _rise_per_batch(later)
+        slowing = late <= early * SLOWING
+        if slowing and share <= t.growth_warning_share:
+            out.append(Verdict("state_levelling", "info", f"{evidence}: it never fell, and its rise "
+                               f"slowed from {early:+,.1f} to {late:+,.1f} rows a batch across the "
+                               "window: levelling off"))
             continue
+        trend = (f"its rise slowed from {early:+,.1f} to {late:+,.1f} rows a batch, but it rose by "
+                 f"more than {t.growth_warning_share:.0%}" if slowing else
+                 f"it never fell and its rise does not slow ({early:+,.1f} then {late:+,.1f} rows a "
+                 "batch): nothing in the window shows it levelling off")
         seconds = (later["timestamp"] - later["timestamp"].iloc[0]).dt.total_seconds()
         memory_rate = least_squares_slope(seconds, later["memory_used_bytes"])
         projection = ""
@@ -141,8 +158,8 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
         young = ("; nothing was evicted in this window: a young query still filling its "
                  "watermark horizon looks the same, so watch a longer window"
                  if rows["num_rows_removed"].fillna(0).sum() == 0 else "")
-        out.append(Verdict("state_growing", "warning", f"{evidence}: still rising; look for a "
-                           f"missing watermark or a key without event time{young}{projection}"))
+        out.append(Verdict("state_growing", "warning", f"{evidence}: {trend}; look for a missing "
+                           f"watermark or a key without event time{young}{projection}"))
     return out
 
 
@@ -339,14 +356,17 @@ def _growth_lesson(history: History, t: Thresholds) -> str:
     window = f"over batches {int(later['batch_id'].iloc[0])}-{int(later['batch_id'].iloc[-1])}"
     change = f"{start:,} to {end:,} ({(end - start) / max(start, 1):+.1%})"
     if verdict.code == "state_bounded":
-        return (f"{window} the rows did not rise in every batch, {change}: levelled off, so "
-                "state_bounded: the verdict judges the trend, not the size of the change")
-    if verdict.code == "state_rising":
-        return (f"{window} the rows still rose in every batch, {change}, so the verdict is "
-                "state_rising: a rise in every batch is a trend however small; under "
-                f"{t.growth_warning_share:.0%} it stays an info")
-    return (f"{window} the rows rose in every batch, {change}, more than "
-            f"{t.growth_warning_share:.0%}: {verdict.code}, a {verdict.severity}")
+        return (f"{window} the rows fell in some batch, {change}: state_bounded, an info: the "
+                "verdict judges the trend, not the size of the change")
+    early, late = _rise_per_batch(later)
+    if verdict.code == "state_levelling":
+        return (f"{window} the rows never fell, {change}, and their rise slowed from {early:+,.1f} "
+                f"to {late:+,.1f} a batch: state_levelling, an info. The verdict judges the trend, "
+                "not the size of the change: a rise that does not slow is a warning however small")
+    return (f"{window} the rows never fell, {change}, {early:+,.1f} then {late:+,.1f} a batch: "
+            f"{verdict.code}, a {verdict.severity}, as "
+            + ("a rise that does not slow is a warning however small" if late > early * SLOWING
+               else f"it slows down but rose by more than {t.growth_warning_share:.0%}"))
 
 
 def _late_rows_lesson(history: History, per_batch: pd.DataFrame) -> str:

@@ -1,0 +1,20 @@
+"""04 says the date its times share once, and then shows times of day only."""
+from state_runbooks.runbooks.diagnose_join_mismatch import Verdict, common_day, times_line
+
+
+def _verdict(*times: str) -> Verdict:
+    side = {"times": list(times), "rows_now": 1, "removed_batch": None,
+            "removed_at_watermark": None, "matched": False}
+    return Verdict("ord-1", "waiting_for_right", {"left": side, "right": {**side, "times": []},
+                                                  "watermark": "2023-11-14 22:13:24"})
+
+
+def test_times_sharing_a_date_are_said_once():
+    verdicts = [_verdict("2023-11-14 22:13:20"), _verdict("2023-11-14 22:13:21.250")]
+    assert common_day(verdicts) == "2023-11-14"
+    assert times_line(verdicts).startswith("Times are UTC, all on 2023-11-14")
+
+
+def test_times_across_midnight_keep_their_dates():
+    verdicts = [_verdict("2023-11-14 23:59:59"), _verdict("2023-11-15 00:00:01")]
+    assert common_day(verdicts) is None and times_line(verdicts) == "Times are UTC."

@@ -11,6 +11,8 @@ from __future__ import annotations
 import textwrap
 import time
 
+import production_shape  # beside this file, not a package
+
 # The smallest Spark work that answers 03's question: rows per partition of every store.
 BARE_PROCESS = textwrap.dedent("""
     import sys
@@ -136,5 +138,6 @@ def bench(ctx) -> list[dict]:
     results = _at_shape(ctx, "demo scale: dedup, HDFS, 8 partitions, 2 batches",
                         run.checkpoint_path, min(ctx.repeats, 3))
     for name, path in ctx.production_shapes():
-        results += _at_shape(ctx, f"production shape: {name}", path, min(ctx.repeats, 2))
+        results += _at_shape(ctx, f"{production_shape.kind(name)}: {name}", path,
+                             min(ctx.repeats, 2))
     return results

@@ -35,9 +35,14 @@ class Shape:
     rows_per_batch: int
     batches: int = BATCHES
     event_log_kept: bool = False  # the build writes its Spark event log (06's bench reads it)
+    partitions: int = PARTITIONS
+    young: bool = False  # a young checkpoint: RocksDB has written no snapshot yet
 
     @property
     def name(self) -> str:
+        if self.young:
+            return (f"{self.workload}-{self.provider}-young-{self.batches}b-"
+                    f"{self.partitions}p")
         return f"{self.workload}-{self.provider}"
 
     @property
@@ -69,7 +74,22 @@ SHAPES = (
     Shape("window_agg_many_users", "hdfs", 2_000),
     Shape("join", "rocksdb_changelog", 2_000, batches=30, event_log_kept=True),
 )
-SHAPES_BY_NAME = {s.name: s for s in SHAPES}
+# Young checkpoints: the first batches of a job, before RocksDB writes a snapshot (it writes one
+# every minDeltasForSnapshot = 10 versions, in the background), so every read replays changelogs.
+# Each dedup batch holds rows_per_batch / 2 new keys (every event arrives twice) and the watermark
+# keeps 6 batches of them: 4 batches of 500,000 events hold 1,000,000 keys; 12 batches of 133,334
+# on 200 partitions hold about 400,000.
+YOUNG_SHAPES = (
+    Shape("dedup", "rocksdb_changelog", 500_000, batches=4, partitions=8, young=True),
+    Shape("dedup", "rocksdb_changelog", 133_334, batches=12, young=True),
+)
+SHAPES_BY_NAME = {s.name: s for s in SHAPES + YOUNG_SHAPES}
+YOUNG = tuple(s.name for s in YOUNG_SHAPES)
+
+
+def kind(name: str) -> str:
+    """How a bench labels the shape: a young checkpoint or the production shape."""
+    return "young checkpoint" if SHAPES_BY_NAME[name].young else "production shape"
 
 
 def committed_batches(path: Path) -> int:
@@ -100,7 +120,7 @@ def run_continuously(spark, shape: Shape, until: int) -> None:
     )
     from state_runbooks.session.spark_session import session_conf
 
-    conf = {"spark.sql.shuffle.partitions": str(PARTITIONS),
+    conf = {"spark.sql.shuffle.partitions": str(shape.partitions),
             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
             **provider_conf(demo_provider(shape.workload, shape.provider)),
             **WORKLOAD_CONF.get(shape.workload, {})}
@@ -129,14 +149,18 @@ def build(spark, shape: Shape) -> Path:
     batches = shape.batches
     shape.path.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    if committed_batches(shape.path) < batches - 1:
+    if shape.young and not committed_batches(shape.path):
+        # Exactly ``batches`` batches, each started once (a stop would interrupt one in flight).
+        run_demo_batches(spark, shape.workload, str(shape.path), batches, shape.provider,
+                         shape.rows_per_batch, shape.partitions)
+    elif committed_batches(shape.path) < batches - 1:
         run_continuously(spark, shape, batches - 1)
     # The last batch (and any batch the stop interrupted) as the demo runs it: one start.
     while committed_batches(shape.path) < batches or in_flight(shape.path):
         run_demo_batches(spark, shape.workload, str(shape.path), 1, shape.provider,
-                         shape.rows_per_batch, PARTITIONS)
+                         shape.rows_per_batch, shape.partitions)
     shape.done_marker.write_text(json.dumps({
-        "workload": shape.workload, "provider": shape.provider, "partitions": PARTITIONS,
+        "workload": shape.workload, "provider": shape.provider, "partitions": shape.partitions,
         "batches": committed_batches(shape.path), "rows_per_batch": shape.rows_per_batch,
         "build_seconds": round(time.perf_counter() - start)}) + "\n")
     return shape.path
@@ -192,7 +216,7 @@ def main() -> int:
                 for label in ("first", "second"):
                     t0 = time.perf_counter()
                     run_demo_batches(spark, shape.workload, tmp + "/c", 1, shape.provider,
-                                     shape.rows_per_batch, PARTITIONS)
+                                     shape.rows_per_batch, shape.partitions)
                     print(f"{name}: {label} batch {time.perf_counter() - t0:.1f} s", flush=True)
             continue
         if shape.built:

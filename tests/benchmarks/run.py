@@ -73,12 +73,25 @@ class BenchContext:
         script = self.folder / f"bare-{len(list(self.folder.glob('bare-*.py')))}.py"
         script.write_text(bare_script)
         path = resolve_notebook(notebook)
-        return self.side_by_side(
-            label,
-            lambda: execute(path, self.folder / "out", _each_run(parameters), html=False),
+        durations: list[dict] = []
+
+        def runbook():
+            executed = execute(path, self.folder / "out", _each_run(parameters), html=False)
+            durations.append(cell_seconds(executed.notebook))
+
+        result = self.side_by_side(
+            label, runbook,
             lambda: subprocess.run([sys.executable, str(script), *_each_run(bare_args)],
                                    check=True, capture_output=True),
             target=target, warm_up=False, repeats=repeats)
+        # Each cell's median over the runs, the cells of a second or more: where the time goes.
+        medians = {cell: statistics.median(d.get(cell, 0.0) for d in durations)
+                   for cell in durations[0]}
+        slow = {cell: s for cell, s in medians.items() if s >= 1.0}
+        print("    cells: " + ", ".join(f"{cell} {s:.1f} s" for cell, s in slow.items()),
+              flush=True)
+        result["cells"] = {cell: round(s, 2) for cell, s in slow.items()}
+        return result
 
     def side_by_side(self, label: str, runbook, bare, target: float | None, warm_up: bool = True,
                      repeats: int | None = None) -> dict:
@@ -107,6 +120,14 @@ class BenchContext:
         print(f"{label}: {value:g} {unit}" + (f"   (target {target})" if target else ""),
               flush=True)
         return {"label": label, "value": value, "unit": unit, "target": target}
+
+
+def cell_seconds(notebook: Path) -> dict[str, float]:
+    """Each code cell's run time (papermill's ``duration``), by the cell's id, in order."""
+    import nbformat
+    cells = nbformat.read(str(notebook), as_version=4).cells
+    return {c.get("id", str(i)): float(c.metadata.get("papermill", {}).get("duration") or 0.0)
+            for i, c in enumerate(cells) if c.cell_type == "code"}
 
 
 def _each_run(given):

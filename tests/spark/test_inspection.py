@@ -168,6 +168,32 @@ def test_growth_replayed_from_the_change_feed_equals_state_reads(spark, tmp_path
     assert recounted["0/default"].tolist() == expected[:-1] + [report.rows]
 
 
+@pytest.mark.parametrize("workload", ["dedup", "dedup_within_watermark"])
+def test_growth_of_a_young_deduplication_from_change_feed_counts(spark, tmp_path, workload):
+    """A young RocksDB changelog checkpoint has no snapshot to read key counts from. A
+    deduplication only puts keys it lacks: each batch's rows are the next one's minus its puts
+    plus its removals, from the feed's line counts; they equal Spark's reads of the state at every
+    batch, through the fill-up and the evictions."""
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
+    run = build_demo_checkpoint(spark, workload, str(tmp_path / "c"), batches=9,
+                                provider="rocksdb_changelog", rows_per_batch=20, partitions=2)
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    assert not [f for f in ckpt.state_files() if f.kind == "zip"], "a snapshot was written"
+    reports = inspect_state.inspect_stores(ckpt)
+    table = state_growth.growth(ckpt, reports=reports)
+    assert set(table.attrs["methods"].values()) == {state_growth.FEED_COUNTS}
+    expected = [read_state(ckpt, 0, batch_id=b).count() for b in table.index]
+    assert table["0/default"].tolist() == expected and list(table.index) == list(range(9))
+    if workload == "dedup":  # its 5 s watermark evicts from the seventh batch on
+        assert expected[-1] == expected[-2], "the evictions did not balance the new keys"
+    # Without the newest batch's scan there is nothing to count back from: state reads instead.
+    assert state_growth.FEED_COUNTS not in state_growth.growth(ckpt).attrs["methods"].values()
+    # A scan that the feed does not add up to (rows below zero) is not trusted.
+    reports[0].rows = 1
+    methods = state_growth.growth(ckpt, reports=reports).attrs["methods"]
+    assert state_growth.FEED_COUNTS not in methods.values()
+
+
 def test_growth_from_rocksdb_snapshot_key_counts(spark, demo_factory):
     """RocksDB without changelog writes a snapshot per version, each with the key count Spark
     kept: growth sums them, no state loaded, and they equal Spark's reads of the state."""

@@ -3,15 +3,25 @@
 Each unit is counted at up to ``max_points`` retained batches, exactly, the cheapest way the
 checkpoint allows; the table's ``attrs["methods"]`` says which way each unit was counted:
 
-- ``RocksDB snapshot key counts``: with every snapshot (``<version>.zip``) RocksDB records how many
-  keys it holds (``numKeys``, counted by Spark while ``trackTotalNumberOfRows`` is on, its default;
-  -1 when off). Where every partition of a store has a snapshot of one version, the store's rows at
-  that batch are their sum: one small Spark job reads the snapshots' metadata and no state is
-  loaded. A production checkpoint keeps a snapshot every ``minDeltasForSnapshot`` (10) versions.
-- ``change feed``: the newest ``max_points`` batches, from the state at the first of them plus
-  the feed's puts and deletes (HDFS-backed provider, RocksDB with changelog checkpointing) in one
-  pass: its cost is one state read and a file per batch and partition, whatever the retention.
-- ``state reads``: the state at each sampled batch.
+- RocksDB snapshot key counts (``KEY_COUNTS``): with every snapshot (``<version>.zip``) RocksDB
+  records how many keys it holds (``numKeys``, counted by Spark while ``trackTotalNumberOfRows``
+  is on, its default; -1 when off). Where every partition of a store has a snapshot of one
+  version, the store's rows at that batch are their sum: one small Spark job reads the snapshots'
+  metadata and no state is loaded. A production checkpoint keeps a snapshot every
+  ``minDeltasForSnapshot`` (10) versions.
+- the inspected batch's rows and the change feed's puts and removals (``FEED_COUNTS``): for state
+  that only gets keys it does not hold (a deduplication), the newest ``max_points`` batches from
+  the rows at the newest one (03's scan) and the feed's line counts: each batch holds the next
+  one's rows minus the keys the next one put plus those it removed. One Spark job reads the feed's
+  lines of those batches; no state is loaded and no key is shuffled. A young RocksDB checkpoint
+  (no snapshot yet: every state read replays its changelogs) is counted this way. Other operators
+  replace keys with a put, and the feed's ``change_type`` (``update`` or ``delete``) does not say
+  whether a put replaced a key: they need a state read.
+- the state at the first batch shown, replayed through the change feed (``CHANGE_FEED``): the
+  newest ``max_points`` batches, from the state at the first of them plus the feed's puts and
+  deletes (HDFS-backed provider, RocksDB with changelog checkpointing) in one pass: its cost is one
+  state read and a file per batch and partition, whatever the retention.
+- state reads (``STATE_READS``): the state at each sampled batch.
 
 Counts already known from 03's scan of the inspected batch are reused, and a method whose counts
 disagree with that scan is dropped for the next one.
@@ -25,12 +35,19 @@ from state_runbooks.core.fs.connect import LISTING_CONF
 from state_runbooks.session.spark_session import session_conf
 
 from .checkpoint import Checkpoint
-from .operators import StateUnit, matches_store, serves_change_feed, state_units
+from .operators import (
+    StateUnit,
+    matches_store,
+    puts_only_new_keys,
+    serves_change_feed,
+    state_units,
+)
 from .state_files import snapshot_metadata
-from .state_reader import per_core_tasks, read_unit, union_over_batches
+from .state_reader import change_line_counts, per_core_tasks, read_unit, union_over_batches
 
 KEY_COUNTS = "RocksDB snapshot key counts"
-CHANGE_FEED = "change feed"
+FEED_COUNTS = "the inspected batch's rows and the change feed's puts and removals"
+CHANGE_FEED = "the state at the first batch shown, replayed through the change feed"
 STATE_READS = "state reads"
 # Spark's file index: list the given files on the driver (no listing job) and pack many small
 # files into each task (a zip's metadata is a few KB; Spark's default open cost is 4 MB a file).
@@ -159,7 +176,13 @@ def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_po
     if counts is not None:
         methods = {u.label: KEY_COUNTS for u in units}
     else:
-        counts, methods = _by_reading_state(ckpt, units, known, unreadable, max_points)
+        counts = _by_counting_changes(ckpt, units, known, max_points)
+        methods = {label: FEED_COUNTS for label, _b in counts}
+        rest = [u for u in units if u.label not in methods]
+        if rest:
+            more, more_methods = _by_reading_state(ckpt, rest, known, unreadable, max_points)
+            counts.update(more)
+            methods.update(more_methods)
     # A unit whose state was empty at a batch has no row in Spark's count: it stays 0.
     table = pd.Series(counts).unstack(level=0).fillna(0).astype(int).sort_index()
     table.index.name = "batch_id"
@@ -168,6 +191,62 @@ def growth(ckpt: Checkpoint, operator_id: int = -1, store_name: str = "", max_po
     table = table[kept]
     table.attrs["methods"] = {label: methods[label] for label in kept}
     return table
+
+
+def rows_back_from_changes(rows_at: dict, changes: dict, batch: int, back: int) -> dict | None:
+    """For state that only gets keys it does not hold (``operators.puts_only_new_keys``): the rows
+    at each of the ``back`` batches before ``batch``, per key of ``rows_at`` (a unit, or one
+    partition of it: its rows at ``batch``), as ``{(key, batch): rows}``. ``changes``: ``(key,
+    batch) -> (keys put, keys removed)`` in that batch. A batch holds the next one's rows minus
+    the keys the next one put plus those it removed (a key put and removed in one batch, behind
+    the watermark that evicts, adds nothing either way). None when a count comes out below zero:
+    the feed does not add up as such state's would."""
+    found = {}
+    for key, rows in rows_at.items():
+        for b in range(batch, batch - back, -1):
+            put, removed = changes.get((key, b), (0, 0))
+            rows = rows - put + removed
+            if rows < 0:
+                return None
+            found[(key, b - 1)] = rows
+    return found
+
+
+def _by_counting_changes(ckpt: Checkpoint, units: list[StateUnit], known: dict,
+                         max_points: int) -> dict:
+    """(unit label, batch) -> rows at the newest ``max_points`` retained batches of each unit whose
+    state only gets new keys and whose rows at the newest batch are known, from the change feed's
+    line counts (:func:`rows_back_from_changes`), in one Spark job; units whose counts do not add
+    up, or disagree with a count made elsewhere, are left out (counted another way)."""
+    from pyspark.sql import functions as F
+
+    spans = {}
+    for u in units:
+        lo, hi = ckpt.retained_batch_range(u.operator_id)
+        if max_points >= 2 and hi > lo and (u.label, hi) in known and puts_only_new_keys(ckpt, u):
+            spans[u.label] = (u, max(lo, hi - max_points + 1), hi)
+    if not spans:
+        return {}
+    frames = [change_line_counts(ckpt, u, first + 1, hi) for u, first, hi in spans.values()]
+    try:
+        with spark_errors("counting the change feed's lines over the retained batches"):
+            lines = (reduce(lambda a, b: a.unionByName(b), frames)
+                     .groupBy("store", "batch_id", "kind").agg(F.sum("n").alias("n")).collect())
+    except RunbookError:
+        return {}
+    changes: dict = {}
+    for r in lines:
+        put, removed = changes.get((r["store"], int(r["batch_id"])), (0, 0))
+        changes[(r["store"], int(r["batch_id"]))] = (
+            (put + int(r["n"]), removed) if r["kind"] == "update" else (put, removed + int(r["n"])))
+    out = {}
+    for label, (_u, first, hi) in spans.items():
+        back = rows_back_from_changes({label: known[(label, hi)]}, changes, hi, hi - first)
+        if back is None or any(known.get(k, n) != n for k, n in back.items()):
+            continue
+        out.update(back)
+        out[(label, hi)] = known[(label, hi)]
+    return out
 
 
 def _by_reading_state(ckpt: Checkpoint, units: list[StateUnit], known: dict, unreadable: set,
@@ -235,7 +314,7 @@ def method_lines(table) -> list[str]:
     for label, method in table.attrs.get("methods", {}).items():
         by_method.setdefault(method, []).append(label)
     return [f"counted by {method} (exact): {', '.join(labels)}"
-            + (" (the newest batches)" if method == CHANGE_FEED else "")
+            + (" (the newest batches)" if method in (CHANGE_FEED, FEED_COUNTS) else "")
             for method, labels in by_method.items()]
 
 

@@ -261,6 +261,19 @@ def matches_store(unit: StateUnit, store_name: str) -> bool:
     return not store_name or store_name in (unit.store_name, unit.state_variable)
 
 
+# Operator families whose state only ever gets keys it does not hold: Spark's deduplications look
+# the key up and put it only when absent, and remove only keys they hold. Their change feed alone
+# gives the rows of earlier batches (:func:`~state_runbooks.core.growth.rows_back_from_changes`).
+NEW_KEYS_ONLY_FAMILIES = ("dedup", "dedup_within_watermark")
+
+
+def puts_only_new_keys(ckpt, unit) -> bool:
+    """Whether ``unit``'s state only ever gets keys it does not hold and Spark serves its change
+    feed. ``unit``: a :class:`StateUnit` or a report of one."""
+    return (serves_change_feed(ckpt, unit)
+            and operator_model(ckpt, unit.operator_id).family in NEW_KEYS_ONLY_FAMILIES)
+
+
 def serves_change_feed(ckpt, unit) -> bool:
     """Whether Spark serves ``unit``'s state change feed: a store read by its name alone (not a
     state variable, not timers, not a join side kept as a column family of another store) on a

@@ -207,3 +207,17 @@ def change_feed(ckpt: Checkpoint, operator_id: int, options: dict, first_batch: 
         reader = reader.option(name, value)
     with format_conf(ckpt):
         return reader.load(ckpt.spark_root)
+
+
+def change_line_counts(ckpt: Checkpoint, unit, first_batch: int, last_batch: int):
+    """The change feed's lines of ``unit`` (a store read by its name) per batch, partition and
+    kind, ``first_batch`` .. ``last_batch``: columns ``store`` (the unit's label), ``batch_id``,
+    ``partition_id``, ``kind`` (``update`` or ``delete``) and ``n``. A partial aggregation: no key
+    is shuffled. Lines are keys only where a batch changes each key at most once per kind."""
+    from pyspark.sql import functions as F
+
+    feed = read_state_changes(ckpt, unit.operator_id, unit.store_name, first_batch, last_batch)
+    counted = per_core_tasks(ckpt.spark, feed).groupBy("batch_id", "partition_id",
+                                                       "change_type").count()
+    return counted.select(F.lit(unit.label).alias("store"), "batch_id", "partition_id",
+                          F.col("change_type").alias("kind"), F.col("count").alias("n"))

@@ -16,8 +16,10 @@ from functools import reduce
 
 from state_runbooks.common.errors import spark_errors
 from state_runbooks.common.formatting import format_bytes
-from state_runbooks.core.operators import operator_model, serves_change_feed
+from state_runbooks.core.growth import rows_back_from_changes
+from state_runbooks.core.operators import operator_model, puts_only_new_keys, serves_change_feed
 from state_runbooks.core.state_reader import (
+    change_line_counts,
     per_core_tasks,
     read_state,
     read_state_changes,
@@ -43,9 +45,6 @@ ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partitions", "batch_id",
                     "rows", "key_bytes", "value_bytes", "rows_per_partition", "disk",
                     "payload_bytes_per_partition", "label", "state_variable")
-# Operator families whose state only ever gets keys it does not hold (Spark's deduplications look
-# the key up and put it only when absent): the change feed alone gives the rows of earlier batches.
-NEW_KEYS_ONLY_FAMILIES = ("dedup", "dedup_within_watermark")
 # Operator families whose store the HDFS-backed provider keeps with a second map per version (each
 # session key -> the set of its sessions, for prefix scans): measured apart (``_prefix_index``).
 PREFIX_INDEX_FAMILIES = ("session_window",)
@@ -133,7 +132,7 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
     earlier = [b for b in (batch - 1, batch - 2) if b >= lo]
     snapshots = {r.label: _snapshot_versions(ckpt, r, batch) if restarted_each_batch else {}
                  for r in reports}
-    from_feed = {r.label for r in reports if EARLIER_ROWS_FROM_CHANGES and _new_keys_only(ckpt, r)}
+    from_feed = {r.label for r in reports if EARLIER_ROWS_FROM_CHANGES and puts_only_new_keys(ckpt, r)}
     # Elsewhere with a change feed and both batches before retained: the state two batches back,
     # replayed through the feed of the batch between (one state read instead of two).
     replayed = {r.label for r in reports if EARLIER_ROWS_FROM_CHANGES and len(earlier) == 2
@@ -305,7 +304,7 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
             if u.label in changed:
                 frames.append(_change_counts(u, changed[u.label]).select(*columns))
             elif u.label in fed and with_changes:
-                frames.append(_change_lines(ckpt, u, first_change, last_change))
+                frames.append(change_line_counts(ckpt, u, first_change, last_change))
             if u.label in replayed:
                 frames.append(_replay(ckpt, u, replay_from, replay_keys[u.label])
                               .select(*columns))
@@ -341,18 +340,6 @@ def _changed_keys(ckpt, unit, first: int, last: int):
     return per_core_tasks(ckpt.spark, feed).groupBy("batch_id", "partition_id", "key").agg(
         F.max((F.col("change_type") == "update").cast("long")).alias("put"),
         F.max((F.col("change_type") == "delete").cast("long")).alias("removed"))
-
-
-def _change_lines(ckpt, unit, first: int, last: int):
-    """The feed's lines per batch, partition and kind (the columns of :func:`_change_counts`):
-    its distinct keys put and removed where each key changes at most once per batch and kind."""
-    from pyspark.sql import functions as F
-
-    feed = read_state_changes(ckpt, unit.operator_id, unit.store_name, first, last)
-    counted = per_core_tasks(ckpt.spark, feed).groupBy("batch_id", "partition_id",
-                                                       "change_type").count()
-    return counted.select(F.lit(unit.label).alias("store"), "batch_id", "partition_id",
-                          F.col("change_type").alias("kind"), F.col("count").alias("n"))
 
 
 def _change_counts(unit, changed_keys):
@@ -410,29 +397,17 @@ def _replay(ckpt, unit, first: int, changed_keys):
         F.col("r.n").cast("long").alias("n"))
 
 
-def _new_keys_only(ckpt, report) -> bool:
-    """Whether a unit's state only ever gets keys it does not hold, and Spark serves its change
-    feed: then the feed alone gives the rows of the batches before."""
-    return (serves_change_feed(ckpt, report)
-            and operator_model(ckpt, report.operator_id).family in NEW_KEYS_ONLY_FAMILIES)
-
-
 def _rows_before_from_changes(reports, earlier: list[int], batch: int, changes: dict,
                               counts: dict) -> bool:
     """Rows per partition at the ``earlier`` batches of units whose state only gets new keys, into
-    ``counts``: each batch before has the rows after it minus the keys it put plus the keys it
-    removed (a key put and removed in one batch adds nothing either way). False when a count
-    comes out below zero (nothing is written then)."""
-    found = {}
-    for r in reports:
-        for p, rows in enumerate(r.rows_per_partition):
-            for b in range(batch, batch - len(earlier), -1):  # b - 1 from b's rows and changes
-                put, removed = changes.get((r.label, b, p), (0, 0))
-                rows = rows - put + removed
-                if rows < 0:
-                    return False
-                found[(r.label, b - 1, p)] = rows
-    counts.update(found)
+    ``counts`` (:func:`~state_runbooks.core.growth.rows_back_from_changes`, per partition).
+    False when a count comes out below zero (nothing is written then)."""
+    rows_at = {(r.label, p): rows for r in reports for p, rows in enumerate(r.rows_per_partition)}
+    found = rows_back_from_changes(rows_at, {((label, p), b): c for (label, b, p), c
+                                             in changes.items()}, batch, len(earlier))
+    if found is None:
+        return False
+    counts.update({(label, b, p): rows for ((label, p), b), rows in found.items()})
     return True
 
 

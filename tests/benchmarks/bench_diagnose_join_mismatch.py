@@ -51,8 +51,6 @@ BARE_PROCESS = textwrap.dedent("""
 
 
 def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
-    from bench_estimate_state_size import cell_times  # beside this file
-
     from state_runbooks.core.checkpoint import Checkpoint
     ckpt = Checkpoint(ctx.spark, path)
     batch = ckpt.resolve_batch()
@@ -65,8 +63,6 @@ def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
         f"[{shape}] whole 04 notebook under papermill (time bounds read from the checkpoint) vs a "
         "bare process outer-joining the two sides at the batch", "04_diagnose_join_mismatch",
         {"checkpoint_path": path}, BARE_PROCESS, [path, str(batch)], repeats=repeats)
-    print(f"    where the notebook's time went: "
-          f"{cell_times(ctx.folder / 'out' / '04_diagnose_join_mismatch.ipynb')}", flush=True)
     result["shape"] = shape
     return [result]
 

@@ -17,14 +17,15 @@ without the growth step (``state_growth.growth``), against the first bare work (
 """
 from __future__ import annotations
 
-import json
 import textwrap
 import time
+
+import production_shape  # beside this file, not a package
 
 SIZES = (10_000, 100_000, 1_000_000)
 PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
                      "window_agg_many_users-rocksdb_changelog", "window_agg_many_users-hdfs",
-                     "join-rocksdb_changelog")
+                     "join-rocksdb_changelog", *production_shape.YOUNG)
 # 03's question, narrower than 02's (context): rows per partition of every store at the newest
 # batch, and the bytes its state files hold (one content summary of state/).
 BARE_PROCESS = textwrap.dedent("""
@@ -82,6 +83,8 @@ def bench(ctx) -> list[dict]:
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
     from state_runbooks.runbooks import estimate_state_size as sizing
 
+    if not ctx.demo_scale:
+        return _at_shapes(ctx)
     results, errors = [], []
     for workload in sizing.COMPARED_WORKLOADS:
         for rows in SIZES:
@@ -126,8 +129,14 @@ def bench(ctx) -> list[dict]:
         target=4.0, repeats=3))
     results += _whole_notebook(ctx, "demo scale: deduplication, 1,000,000 rows, HDFS-backed",
                                big.root, ctx.repeats)
+    return results + _at_shapes(ctx)
+
+
+def _at_shapes(ctx) -> list[dict]:
+    results = []
     for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
-        results += _whole_notebook(ctx, f"production shape: {name}", path, min(ctx.repeats, 2))
+        results += _whole_notebook(ctx, f"{production_shape.kind(name)}: {name}", path,
+                                   min(ctx.repeats, 2))
     return results
 
 
@@ -143,7 +152,6 @@ def _bare_in_process(spark, root: str, stores: list[str]) -> None:
 def _library_steps(spark, path: str, with_growth: bool = True) -> dict:
     """What the notebook's cells call on a checkpoint (no napkin, no demo), each step timed."""
     from run import timed  # the bench harness, beside this file
-
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.runbooks import estimate_state_size as sizing
 
@@ -166,15 +174,6 @@ def _library_steps(spark, path: str, with_growth: bool = True) -> dict:
     return times
 
 
-def cell_times(notebook) -> str:
-    """The slowest cells of an executed notebook, from papermill's metadata."""
-    cells = json.loads(notebook.read_text())["cells"]
-    timed = [(c["metadata"].get("papermill", {}).get("duration") or 0.0, i, c)
-             for i, c in enumerate(cells) if c["cell_type"] == "code"]
-    return ", ".join(f"cell {i} ({''.join(c['source']).splitlines()[0][:40]!r}) {d:.1f} s"
-                     for d, i, c in sorted(timed, key=lambda t: t[0], reverse=True)[:4])
-
-
 def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
     from state_runbooks.core.checkpoint import Checkpoint
 
@@ -188,15 +187,11 @@ def _whole_notebook(ctx, shape: str, path: str, repeats: int) -> list[dict]:
         f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
         "partition and summing the state files' bytes", "02_estimate_state_size",
         {"checkpoint_path": path}, BARE_PROCESS, [path, *stores], target=None, repeats=repeats)]
-    print(f"    where the notebook's time went: "
-          f"{cell_times(ctx.folder / 'out' / '02_estimate_state_size.ipynb')}", flush=True)
     results.append(ctx.notebook_vs_process(
         f"[{shape}] whole 02 notebook under papermill vs a bare process counting rows per "
         "partition at the newest batch and the two before (the batches the estimate reads) and "
         "summing the state files' bytes", "02_estimate_state_size", {"checkpoint_path": path},
         BARE_PROCESS_THREE_BATCHES, [path, str(lo), str(hi), *stores], repeats=repeats))
-    print(f"    where the notebook's time went: "
-          f"{cell_times(ctx.folder / 'out' / '02_estimate_state_size.ipynb')}", flush=True)
     for with_growth in (True, False):
         times = {}
         what = "with" if with_growth else "without"

@@ -37,7 +37,6 @@ class CallCounter:
 
     def __enter__(self):
         from py4j.java_gateway import GatewayClient
-
         from state_runbooks.core.fs.hadoop import HadoopFS
         self.jvm_calls = self.listings = 0
         self._patched = [(GatewayClient, "send_command"), (HadoopFS, "_statuses")]
@@ -132,11 +131,13 @@ def _at_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]:
 def bench(ctx) -> list[dict]:
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
-    # Two batches of 1,000,000 events, each id twice: 1,000,000 distinct ids held in the state.
-    run = build_demo_checkpoint(ctx.spark, "dedup", str(ctx.folder / "dedup"), batches=2,
-                                rows_per_batch=1_000_000, partitions=8)
-    results = _at_shape(ctx, "demo scale: dedup, HDFS, 8 partitions, 2 batches",
-                        run.checkpoint_path, min(ctx.repeats, 3))
+    results = []
+    if ctx.demo_scale:
+        # Two batches of 1,000,000 events, each id twice: 1,000,000 distinct ids in the state.
+        run = build_demo_checkpoint(ctx.spark, "dedup", str(ctx.folder / "dedup"), batches=2,
+                                    rows_per_batch=1_000_000, partitions=8)
+        results = _at_shape(ctx, "demo scale: dedup, HDFS, 8 partitions, 2 batches",
+                            run.checkpoint_path, min(ctx.repeats, 3))
     for name, path in ctx.production_shapes():
         results += _at_shape(ctx, f"{production_shape.kind(name)}: {name}", path,
                              min(ctx.repeats, 2))

@@ -23,6 +23,8 @@ import textwrap
 import time
 from pathlib import Path
 
+import production_shape  # beside this file, not a package
+
 # The smallest Spark work that answers 05's question on a healthy checkpoint: every store loads at
 # the last committed batch (the reader's default batch).
 BARE_PROCESS = textwrap.dedent("""
@@ -37,7 +39,7 @@ BARE_PROCESS = textwrap.dedent("""
 """)
 PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
                      "window_agg_many_users-rocksdb_changelog", "window_agg_many_users-hdfs",
-                     "join-rocksdb_changelog")
+                     "join-rocksdb_changelog", *production_shape.YOUNG)
 
 BATCHES = 200
 MIDDLE_VERSION = 101  # written by batch 100: batches 100..199 do not load, 99 is the last good
@@ -45,7 +47,6 @@ MIDDLE_VERSION = 101  # written by batch 100: batches 100..199 do not load, 99 i
 
 def at_production_shape(ctx) -> list[dict]:
     from bench_inspect_state import CallCounter  # beside this file
-
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.runbooks import recover_corrupted_state as recovery
 
@@ -86,6 +87,8 @@ def bench(ctx) -> list[dict]:
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
     from state_runbooks.runbooks import recover_corrupted_state as recovery
 
+    if not ctx.demo_scale:
+        return at_production_shape(ctx)
     start = time.perf_counter()
     run = build_demo_checkpoint(
         ctx.spark, "dedup", str(ctx.folder / "dedup-200"), batches=BATCHES, rows_per_batch=10,

@@ -28,9 +28,12 @@ import textwrap
 import time
 from pathlib import Path
 
+import production_shape  # beside this file, not a package
+
 BATCHES, ROWS, BEFORE, AFTER = 5, 4000, 8, 16
 PRODUCTION_SHAPES = ("dedup-rocksdb_changelog", "dedup-hdfs",
-                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog")
+                     "window_agg_many_users-rocksdb_changelog", "join-rocksdb_changelog",
+                     *production_shape.YOUNG)
 # The smallest Spark work that answers 07's dry run: per store, rows per partition on the new
 # count, each row where Spark would place it (pmod of the murmur3 hash of its partitioning key:
 # the key, or for a join's keyWithIndexToValue the key without its index; repartition/forecast.py).
@@ -84,36 +87,34 @@ BARE_APPLY_CHECKED = textwrap.dedent("""
 def bench(ctx) -> list[dict]:
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
-    start = time.perf_counter()
-    run = build_demo_checkpoint(ctx.spark, "window_agg_many_users", str(ctx.folder / "agg"),
-                                batches=BATCHES, provider="rocksdb", rows_per_batch=ROWS,
-                                partitions=BEFORE)
-    print(f"checkpoint: {BATCHES} batches written in {time.perf_counter() - start:.0f} s",
-          flush=True)
-    results = _apply(ctx, "demo scale", run.checkpoint_path.removeprefix("file:"), BEFORE, AFTER,
-                     ctx.repeats)
+    results = []
+    if ctx.demo_scale:
+        start = time.perf_counter()
+        run = build_demo_checkpoint(ctx.spark, "window_agg_many_users", str(ctx.folder / "agg"),
+                                    batches=BATCHES, provider="rocksdb", rows_per_batch=ROWS,
+                                    partitions=BEFORE)
+        print(f"checkpoint: {BATCHES} batches written in {time.perf_counter() - start:.0f} s",
+              flush=True)
+        results = _apply(ctx, "demo scale", run.checkpoint_path.removeprefix("file:"), BEFORE,
+                         AFTER, ctx.repeats)
     for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
         results += _at_production_shape(ctx, name, path, min(ctx.repeats, 2))
     return results
 
 
 def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
-    from bench_estimate_state_size import cell_times  # beside this file
-
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.runbooks import repartition_state as rp
 
     ckpt = Checkpoint(ctx.spark, path)
     stores = sorted({s.store_name for s in ckpt.stores()})
     before = rp.current_partitions(ckpt)
-    shape = f"production shape: {name}"
+    shape = f"{production_shape.kind(name)}: {name}"
     results = [ctx.notebook_vs_process(
         f"[{shape}] whole 07 notebook, dry run ({before} -> {2 * before} partitions forecast) "
         "under papermill vs a bare process counting each store's rows by their partition on the "
         "new count", "07_repartition_state", {"checkpoint_path": path}, BARE_FORECAST,
         [path, str(2 * before), *stores], repeats=repeats)]
-    print(f"    where the notebook's time went: "
-          f"{cell_times(ctx.folder / 'out' / '07_repartition_state.ipynb')}", flush=True)
     if ckpt.provider_kind == "rocksdb":
         results += _apply(ctx, shape, path, before, 2 * before, repeats)
     for r in results:
@@ -190,7 +191,6 @@ def _whole_notebook(ctx, copies: Copies, shape: str, before: int, after: int, re
 def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
                    repeats: int) -> list[dict]:
     from bench_inspect_state import CallCounter  # beside this file
-
     from state_runbooks.runbooks import repartition_state as rp
     from state_runbooks.safety.safekeeping import read_journal
 

@@ -22,7 +22,6 @@ def _connect_mode():
 
 def bench(ctx) -> list[dict]:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
-
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
     from state_runbooks.runbooks import inspect_state

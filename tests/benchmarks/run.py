@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import importlib.util
+import json
 import statistics
 import subprocess
 import sys
@@ -49,6 +50,7 @@ class BenchContext:
     folder: Path  # a temporary folder for checkpoints and outputs
     repeats: int
     production: bool = True  # also measure at the production shape, where built
+    demo_scale: bool = True  # also measure at demo scale (False: the built shapes only)
     shapes: tuple = ()  # only these production shapes (empty: every one a bench names)
 
     def production_shapes(self, *names: str):
@@ -73,24 +75,15 @@ class BenchContext:
         script = self.folder / f"bare-{len(list(self.folder.glob('bare-*.py')))}.py"
         script.write_text(bare_script)
         path = resolve_notebook(notebook)
-        durations: list[dict] = []
-
-        def runbook():
-            executed = execute(path, self.folder / "out", _each_run(parameters), html=False)
-            durations.append(cell_seconds(executed.notebook))
-
+        out = self.folder / "out"
         result = self.side_by_side(
-            label, runbook,
+            label,
+            lambda: execute(path, out, _each_run(parameters), html=False),
             lambda: subprocess.run([sys.executable, str(script), *_each_run(bare_args)],
                                    check=True, capture_output=True),
             target=target, warm_up=False, repeats=repeats)
-        # Each cell's median over the runs, the cells of a second or more: where the time goes.
-        medians = {cell: statistics.median(d.get(cell, 0.0) for d in durations)
-                   for cell in durations[0]}
-        slow = {cell: s for cell, s in medians.items() if s >= 1.0}
-        print("    cells: " + ", ".join(f"{cell} {s:.1f} s" for cell, s in slow.items()),
-              flush=True)
-        result["cells"] = {cell: round(s, 2) for cell, s in slow.items()}
+        print(f"    where the notebook's time went (last run): "
+              f"{cell_times(out / f'{path.stem}.ipynb')}", flush=True)
         return result
 
     def side_by_side(self, label: str, runbook, bare, target: float | None, warm_up: bool = True,
@@ -122,12 +115,13 @@ class BenchContext:
         return {"label": label, "value": value, "unit": unit, "target": target}
 
 
-def cell_seconds(notebook: Path) -> dict[str, float]:
-    """Each code cell's run time (papermill's ``duration``), by the cell's id, in order."""
-    import nbformat
-    cells = nbformat.read(str(notebook), as_version=4).cells
-    return {c.get("id", str(i)): float(c.metadata.get("papermill", {}).get("duration") or 0.0)
-            for i, c in enumerate(cells) if c.cell_type == "code"}
+def cell_times(notebook: Path) -> str:
+    """The slowest cells of an executed notebook, from papermill's metadata."""
+    cells = json.loads(notebook.read_text())["cells"]
+    timed = [(c["metadata"].get("papermill", {}).get("duration") or 0.0, i, c)
+             for i, c in enumerate(cells) if c["cell_type"] == "code"]
+    return ", ".join(f"cell {i} ({''.join(c['source']).splitlines()[0][:40]!r}) {d:.1f} s"
+                     for d, i, c in sorted(timed, key=lambda t: t[0], reverse=True)[:4])
 
 
 def _each_run(given):
@@ -147,6 +141,8 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run only bench_<ONLY>.py")
     parser.add_argument("--demo-scale-only", action="store_true",
                         help="skip the production-shape measurements")
+    parser.add_argument("--shapes-only", action="store_true",
+                        help="skip the demo-scale measurements of the benches that have shapes")
     parser.add_argument("--shapes", default="",
                         help="comma-separated production shapes to measure (default: all built)")
     args = parser.parse_args()
@@ -172,6 +168,7 @@ def run(args) -> int:
         with tempfile.TemporaryDirectory(prefix="state-runbooks-bench-") as tmp:
             context = BenchContext(spark, Path(tmp), args.repeats,
                                    production=not args.demo_scale_only,
+                                   demo_scale=not args.shapes_only,
                                    shapes=tuple(filter(None, args.shapes.split(","))))
             results += _load(path).bench(context)
     targeted = [r for r in results if "ratio" in r and r["target"] is not None]

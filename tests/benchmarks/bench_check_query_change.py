@@ -21,9 +21,12 @@ from __future__ import annotations
 import json
 import textwrap
 
+import production_shape  # beside this file, not a package
+
 BATCHES, ROWS, PARTITIONS = 12, 2000, 8
 PRODUCTION_SHAPES = ("window_agg_many_users-hdfs", "window_agg_many_users-rocksdb_changelog",
-                     "dedup-rocksdb_changelog", "join-rocksdb_changelog")
+                     "dedup-rocksdb_changelog", "join-rocksdb_changelog",
+                     *production_shape.YOUNG)
 JOB = textwrap.dedent("""
     from state_runbooks.demos.checkpoints import WORKLOAD_CONF, demo_query
 
@@ -61,19 +64,20 @@ BARE = textwrap.dedent("""
 def bench(ctx) -> list[dict]:
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
-    run = build_demo_checkpoint(ctx.spark, "window_agg", str(ctx.folder / "agg"), batches=BATCHES,
-                                rows_per_batch=ROWS, partitions=PARTITIONS)
-    results = _compare(ctx, "demo scale", run.checkpoint_path.removeprefix("file:"), "window_agg",
-                       ROWS, ctx.repeats)
+    results = []
+    if ctx.demo_scale:
+        run = build_demo_checkpoint(ctx.spark, "window_agg", str(ctx.folder / "agg"),
+                                    batches=BATCHES, rows_per_batch=ROWS, partitions=PARTITIONS)
+        results = _compare(ctx, "demo scale", run.checkpoint_path.removeprefix("file:"),
+                           "window_agg", ROWS, ctx.repeats)
     for name, path in ctx.production_shapes(*PRODUCTION_SHAPES):
         workload, rows = _shape_query(name)
-        results += _compare(ctx, f"production shape: {name}", path, workload, rows,
+        results += _compare(ctx, f"{production_shape.kind(name)}: {name}", path, workload, rows,
                             min(ctx.repeats, 2))
     return results
 
 
 def _shape_query(name: str) -> tuple[str, int]:
-    import production_shape  # beside this file
     shape = production_shape.SHAPES_BY_NAME[name]
     return shape.workload, shape.rows_per_batch
 

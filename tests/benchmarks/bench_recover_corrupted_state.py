@@ -70,8 +70,9 @@ def at_production_shape(ctx) -> list[dict]:
             ctx.report(f"[{name}] diagnose: JVM calls", counted.jvm_calls, "py4j calls"),
             ctx.report(f"[{name}] diagnose: listing calls", counted.listings, "listings"),
             ctx.notebook_vs_process(
-                f"[production shape: {name}] whole 05 notebook (diagnose) under papermill vs a bare "
-                "process loading every store at the last committed batch", "05_recover_corrupted_state",
+                f"[{production_shape.kind(name)}: {name}] whole 05 notebook (diagnose) under "
+                "papermill vs a bare process loading every store at the last committed batch",
+                "05_recover_corrupted_state",
                 {"checkpoint_path": path}, BARE_PROCESS, [path, *stores],
                 repeats=min(ctx.repeats, 2)),
         ]

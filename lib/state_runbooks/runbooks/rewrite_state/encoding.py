@@ -13,11 +13,14 @@ The encoding runs in the executors' Python workers over Arrow batches: no row re
 """
 from __future__ import annotations
 
+import decimal
 import struct
 
 _FIXED = {"boolean": "<?", "byte": "<b", "short": "<h", "integer": "<i", "long": "<q",
           "float": "<f", "double": "<d", "date": "<i", "timestamp": "<q"}
 _MAX_LONG_DIGITS = 18  # decimals up to this precision sit in their slot as an unscaled long
+# Exact for Spark's widest decimal (38 digits): Python's default context rounds beyond 28.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC)
 
 
 def unsupported_types(dtype, path: str = "") -> list[str]:
@@ -70,7 +73,7 @@ def encode_row(values, plan) -> bytes:
             offset = len(fixed) + len(var)
             data = b""
             if value is not None:
-                unscaled = int(value.scaleb(extra[1]))
+                unscaled = _unscaled(value, extra[1])
                 data = unscaled.to_bytes((unscaled.bit_length() + 8) // 8, "big", signed=True)
             var += data + bytes(16 - len(data))
             if value is None:
@@ -85,7 +88,7 @@ def encode_row(values, plan) -> bytes:
         if kind == "fixed":
             struct.pack_into(extra, fixed, slot, value)
         elif kind == "decimal":
-            struct.pack_into("<q", fixed, slot, int(value.scaleb(extra[1])))
+            struct.pack_into("<q", fixed, slot, _unscaled(value, extra[1]))
         else:
             data = encode_row(_fields(value, extra), extra) if kind == "struct" else (
                 value.encode("utf-8") if isinstance(value, str) else bytes(value))
@@ -93,6 +96,10 @@ def encode_row(values, plan) -> bytes:
             var += data + bytes(-len(data) % 8)
             struct.pack_into("<q", fixed, slot, (offset << 32) | len(data))
     return bytes(fixed + var)
+
+
+def _unscaled(value: decimal.Decimal, scale: int) -> int:
+    return int(value.scaleb(scale, context=_EXACT))
 
 
 def _fields(value, plan) -> list:

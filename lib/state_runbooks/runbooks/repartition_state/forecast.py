@@ -9,8 +9,8 @@ adds the session). Nothing is assumed: each rule is checked against every row's 
 now, and the forecast uses the rule that places every row where it is; when none does, there is no
 forecast for that unit, and it says so.
 
-The row checksum (count, and the sums of two 64-bit hashes of every key and value) is computed in
-Spark, so the driver never holds the state rows; the verification after a repartition compares it.
+The row checksum of every key and value (``core/row_checksums.py``) is computed in the same scan,
+so the driver never holds the state rows; the verification after a repartition compares it.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from state_runbooks.common.errors import spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import state_units
+from state_runbooks.core.row_checksums import RowsChecksum, add, hash_columns, of_row, sums
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 
 RULES = ("key", "key without its last field")
@@ -29,7 +30,7 @@ class UnitScan:
     """One unit (store) at one batch."""
     label: str
     rows: int
-    checksum: tuple[str, str]  # sums of xxhash64 and of murmur3 over every row (key, value)
+    checksum: tuple[str, str]  # core/row_checksums.py over every row's key and value
     per_partition: list[int]  # rows in each of the n partitions it was scanned on
     rule: str | None = None  # the placement rule every row follows, None: none found
     after: list[int] | None = None  # rows per partition on the new count, by that rule
@@ -84,30 +85,28 @@ def scan_unit(ckpt: Checkpoint, unit, batch_id: int, num_partitions: int,
     rules = _rule_hashes(df)
     pid = F.col("partition_id")
     hashed = per_core_tasks(ckpt.spark, df).select(
-        pid, F.xxhash64(*values).cast("decimal(20,0)").alias("h1"),
-        F.hash(*values).cast("decimal(20,0)").alias("h2"),
+        pid, *hash_columns(values),
         *[(F.pmod(h, F.lit(num_partitions)) != pid).cast("int").alias(f"m{i}")
           for i, h in enumerate(rules.values())],
         *[F.pmod(h, F.lit(new_partitions or 1)).alias(f"n{i}") for i, h in enumerate(rules.values())])
     sets = [["partition_id"]] + ([[f"n{i}"] for i in range(len(rules))] if new_partitions else [])
-    aggs = [F.count(F.lit(1)).alias("rows"), F.sum("h1").alias("h1"), F.sum("h2").alias("h2"),
-            *[F.sum(f"m{i}").alias(f"m{i}") for i in range(len(rules))]]
+    aggs = [*sums(), *[F.sum(f"m{i}").alias(f"m{i}") for i in range(len(rules))]]
     with spark_errors(f"scanning {unit.label} at batch {batch_id}"):
         rows = (hashed.groupingSets(sets, *[c for group in sets for c in group])
                 .agg(F.grouping_id().alias("set"), *aggs).collect())
     grouped = [c for group in sets for c in group]
     now = [r for r in rows if r["partition_id"] is not None or r["set"] == _set_id(grouped, 0)]
     per_partition = [0] * num_partitions
-    h1 = h2 = 0
+    whole = RowsChecksum(0, ("0", "0"))
     misplaced = dict.fromkeys(rules, 0)
     for r in now:
         if 0 <= r.partition_id < num_partitions:  # a row beyond them is misplaced by any rule
             per_partition[r.partition_id] = r.rows
-        h1, h2 = h1 + int(r.h1 or 0), h2 + int(r.h2 or 0)
+        whole = add(whole, of_row(r))
         for i, name in enumerate(rules):
             misplaced[name] += r[f"m{i}"] or 0
-    total = sum(r.rows for r in now)
-    scan = UnitScan(unit.label, total, (str(h1), str(h2)), per_partition, misplaced=misplaced)
+    total = whole.rows
+    scan = UnitScan(unit.label, total, whole.checksum, per_partition, misplaced=misplaced)
     scan.rule = next((name for name in rules if total and misplaced[name] == 0), None)
     if scan.rule and new_partitions:
         i = list(rules).index(scan.rule)

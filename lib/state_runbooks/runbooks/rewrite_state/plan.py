@@ -9,6 +9,9 @@ goes. That keeps an operator's stores consistent with each other: a join's row c
 session's windows, a processor's variables and timers all lose the same keys.
 
 Everything is computed in Spark: the driver gets counts and at most ``EXAMPLES`` rows per store.
+The same scan that counts a store takes the checksum of the rows it must hold after
+(``core/row_checksums.py``, over every column the reader shows, ``partition_id`` included): the
+verification compares the rewritten store with it.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 from state_runbooks.common.errors import RunbookError, spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import StateUnit, operator_model, state_units
+from state_runbooks.core.row_checksums import H1, H2, RowsChecksum, hash_columns, of_row, sums
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 
 EXAMPLES = 3
@@ -35,6 +39,8 @@ class StorePlan:
     dropped: int = 0  # rows of matched keys
     matched: int | None = None  # rows where the condition itself holds (None: it does not resolve)
     examples: list[str] = field(default_factory=list)
+    after: RowsChecksum | None = None  # the rows it must hold after: count and checksum
+    columns: list[str] = field(default_factory=list)  # the reader's columns the checksum covers
 
     @property
     def rows_after(self) -> int:
@@ -141,11 +147,14 @@ def plan_rewrite(ckpt: Checkpoint, drop_keys_where: str = "") -> Plan:
             key_counts[op] = keys.count()
     stores = []
     for u in units:
-        df = per_core_tasks(ckpt.spark, frames[u.label])
+        columns = list(frames[u.label].columns)
+        df = per_core_tasks(ckpt.spark, frames[u.label]).select("*", *hash_columns(columns))
         keys = dropped.get(u.operator_id)
         if keys is None:
             with spark_errors(f"counting the rows of {u.label} at batch {batch}"):
-                stores.append(StorePlan(u.label, u.operator_id, df.count()))
+                whole = of_row(df.agg(*sums()).first())
+            stores.append(StorePlan(u.label, u.operator_id, whole.rows, after=whole,
+                                    columns=columns))
             continue
         flagged = _flag_dropped(df, keys, key_width_cut(ckpt, u), key_counts[u.operator_id])
         resolves = u.label in matched_counts
@@ -153,17 +162,17 @@ def plan_rewrite(ckpt: Checkpoint, drop_keys_where: str = "") -> Plan:
             flagged = flagged.withColumn("_cond", F.expr(condition).cast("int"))
         with spark_errors(f"planning the drop in {u.label} at batch {batch}"):
             counts = flagged.agg(
-                F.count(F.lit(1)).alias("rows"),
+                F.count(F.lit(1)).alias("all"),
                 F.coalesce(F.sum("_hit"), F.lit(0)).alias("dropped"),
                 (F.coalesce(F.sum("_cond"), F.lit(0)) if resolves else F.lit(None))
-                .alias("matched")).first()
+                .alias("matched"), *sums(F.col("_hit").isNull(), "kept_")).first()
             examples = []
             if counts["dropped"]:
-                shown = flagged.where("_hit = 1").drop("_hit", "_cond", "partition_id")
+                shown = flagged.where("_hit = 1").drop("_hit", "_cond", "partition_id", H1, H2)
                 examples = [_short(r) for r in shown.orderBy(*shown.columns).limit(EXAMPLES)
                             .collect()]
-        stores.append(StorePlan(u.label, u.operator_id, counts["rows"], counts["dropped"],
-                                counts["matched"], examples))
+        stores.append(StorePlan(u.label, u.operator_id, counts["all"], counts["dropped"],
+                                counts["matched"], examples, of_row(counts, "kept_"), columns))
     return Plan(batch, ckpt.offset_batch_ids[-1] + 1, condition, stores, dropped, key_counts)
 
 

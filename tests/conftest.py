@@ -9,6 +9,7 @@ import contextlib
 import os
 import shutil
 
+import jvm_class_archive
 import pytest
 import shared_servers
 
@@ -16,23 +17,22 @@ from state_runbooks.demos.checkpoints import build_demo_checkpoint
 from state_runbooks.running.notebooks import execute, resolve_notebook
 from state_runbooks.session.spark_session import get_spark
 
-# The notebooks' kernels (papermill, nbval) and the other processes the tests start each run Spark
-# for seconds on small data: the quick JIT alone and the serial collector spend less of two cores
-# on themselves (a papermill run of 03's demo took 20-21 s instead of 25 s). The JVMs that live the
-# whole run, this process's and the Connect server's, keep the JVM's defaults: the quick JIT made
-# their tests slower. Neither changes anything Spark decides.
+# Every JVM the run starts (this process's, the notebooks' kernels, the helper processes and the
+# Connect server) runs Spark for seconds at a time on small data: the quick JIT alone and the
+# serial collector spend less of two cores on themselves (05's fault matrix: 103 s instead of
+# 121 s; a papermill run of 03's demo: 20-21 s instead of 25 s), and Spark's classes are mapped
+# from one archive (jvm_class_archive.py). Neither changes anything Spark decides. Set by the run's
+# first process (its workers inherit it), unless the run was given its own SPARK_SUBMIT_OPTS.
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"
-_SUBMIT_OPTS = os.environ.get("SPARK_SUBMIT_OPTS")  # a run's own setting wins everywhere
-os.environ.setdefault("SPARK_SUBMIT_OPTS", QUICK_JIT)
+UNIT_TIER = os.path.join("tests", "unit")
 
 
-@contextlib.contextmanager
-def long_lived_jvm():
-    """Start a JVM that serves the whole run with the JVM options this run was given."""
-    with pytest.MonkeyPatch.context() as patch:
-        if _SUBMIT_OPTS is None:
-            patch.delenv("SPARK_SUBMIT_OPTS")
-        yield
+def _jvm_options(args: list[str]) -> str:
+    """The quick JIT, and the class archive unless only the unit tier runs (it starts no JVM)."""
+    only_units = args and all(os.path.relpath(a.split("::")[0]).startswith(UNIT_TIER)
+                              for a in args)
+    archive = "" if only_units else jvm_class_archive.archive_option()
+    return f"{QUICK_JIT} {archive}".strip()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -45,8 +45,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark():
-    with long_lived_jvm():
-        return get_spark()
+    return get_spark()
 
 
 @pytest.fixture(scope="session")
@@ -91,6 +90,8 @@ def run_notebook(tmp_path):
 def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # the run's main process
         shared_servers.open_run_folder()
+        if "SPARK_SUBMIT_OPTS" not in os.environ:
+            os.environ["SPARK_SUBMIT_OPTS"] = _jvm_options(config.args)
 
 
 def pytest_unconfigure(config):
@@ -104,8 +105,7 @@ def connect_server(tmp_path_factory):
     from state_runbooks.session.local_servers import start_connect_server
 
     def start():
-        with long_lived_jvm():
-            server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
+        server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
         return shared_servers.Running(server.url, [server.process.pid])
     return shared_servers.shared("connect", start)
 

@@ -155,13 +155,14 @@ def test_every_runbook_is_found_by_name(installed):
 
 def test_a_runbook_runs_by_name_outside_any_clone(installed):
     _, bin_dir, env, elsewhere = installed
-    done = _run([bin_dir / "state-runbooks", "run", "03_inspect_state", "--demo", "--out", "out"],
+    # 01: the shortest demo of a runbook (the template is not one), with its HTML report.
+    done = _run([bin_dir / "state-runbooks", "run", "01_enable_rocksdb", "--demo", "--out", "out"],
                 elsewhere, env, timeout=900, check=False)
-    assert done.returncode == 0, done.stdout + (elsewhere / "out/logs/03_inspect_state.log"
+    assert done.returncode == 0, done.stdout + (elsewhere / "out/logs/01_enable_rocksdb.log"
                                                 ).read_text()[-3000:]
-    summary = json.loads((elsewhere / "out" / "03_inspect_state.summary.json").read_text())
+    summary = json.loads((elsewhere / "out" / "01_enable_rocksdb.summary.json").read_text())
     assert summary["runbook_version"] == VERSION and summary["status"] in ("ok", "warning")
-    assert (elsewhere / "out" / "03_inspect_state.html").exists()
+    assert (elsewhere / "out" / "01_enable_rocksdb.html").exists()
     # The packaged notebook ran in the output folder: nothing was written into the installation.
     bundle = next(bin_dir.parent.glob("lib/python*/site-packages/state_runbooks/bundle"))
     assert {p.name for p in (bundle / "notebooks").iterdir()} == \

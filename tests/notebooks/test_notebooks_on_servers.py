@@ -21,7 +21,9 @@ import papermill
 import pytest
 
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.runbooks import recover_corrupted_state
 from state_runbooks.running.notebooks import repo_notebooks_dir, resolve_notebook
+from state_runbooks.running.results import Summary
 from state_runbooks.session.local_servers import free_port
 
 REPO = repo_notebooks_dir().parent
@@ -133,12 +135,17 @@ def test_recover_over_connect_diagnoses_and_plans_as_classic_and_changes_nothing
     broken = copy_checkpoint(run.checkpoint_path)
     broken_file = faults.inject_fault(Checkpoint(spark, broken), "break_middle")
     before = _tree_sha(broken)
-    summaries = {}
-    for kind, master in (("classic", ""), ("connect", connect_server.url)):
-        summaries[kind] = run_notebook("05_recover_corrupted_state", checkpoint_path=broken,
-                                       spark_master=master,
-                                       summary_path=str(tmp_path / f"{kind}.json")).summary
-    classic, connect = summaries["classic"], summaries["connect"]
+    # The classic side in this process (its notebook runs under nbval): the same calls, the same
+    # summary.
+    ckpt = Checkpoint(spark, broken)
+    diag = recover_corrupted_state.diagnose(ckpt)
+    summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
+    recover_corrupted_state.summarize(summary, diag,
+                                      recover_corrupted_state.plan_rollback(ckpt, diag), None)
+    classic = summary.to_dict()
+    connect = run_notebook("05_recover_corrupted_state", checkpoint_path=broken,
+                           spark_master=connect_server.url,
+                           summary_path=str(tmp_path / "connect.json")).summary
     assert connect["status"] == classic["status"] == "critical"
     assert connect["last_good_batch_id"] == classic["last_good_batch_id"]
     assert broken_file in [b["path"] for b in connect["broken"]]

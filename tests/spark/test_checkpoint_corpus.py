@@ -176,8 +176,12 @@ def _unchanged(spark, built: Built) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_03_counts_every_unit_as_spark_reads_it(spark, corpus, name):
     built = corpus(name)
-    reports = inspect_state.inspect_stores(built.checkpoint(spark))
+    ckpt = built.checkpoint(spark)
+    reports = inspect_state.inspect_stores(ckpt)
     assert [(r.label, r.reader_error_class) for r in reports if not r.readable] == []
+    v2 = built.shape.conf.get(CHECKPOINT_FORMAT_CONF) == "2"
+    assert ckpt.format_version == (2 if v2 else 1)
+    assert all(f.unique_id for f in ckpt.state_files()) == v2
     assert {r.label: r.rows for r in reports} == built.counts
 
 

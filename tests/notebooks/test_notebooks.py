@@ -177,7 +177,8 @@ def test_bad_checkpoint_path_fails_with_one_line_and_an_error_summary(
 def test_parameters_take_their_declared_types_in_the_kernel(demo_factory, run_notebook, tmp_path):
     """A scheduler's strings become the declared types at the common start; anything else stops
     the run in one line naming the parameter, with an error summary."""
-    root = demo_factory("dedup").checkpoint_path  # a string that is a number: the next test
+    # (A numeric string is taken as the int: test_template_on_a_given_checkpoint.)
+    root = demo_factory("dedup").checkpoint_path
     with pytest.raises(papermill.PapermillExecutionError) as excinfo:
         run_notebook("00_template", checkpoint_path=root, operator_id="first")
     assert excinfo.value.evalue == ("operator_id='first' is not a number: pass e.g. "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-H1, H2 = "_h1", "_h2"  # the two hash columns :func:`hashed` adds
+H1, H2 = "_h1", "_h2"  # the two columns :func:`hash_columns` adds
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ cluster already has. Paths are given relative to a root folder (usually the chec
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -241,6 +243,8 @@ class HadoopFS:
 
     def copy_to(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> None:
         """Copy one file's bytes to ``dst`` (any file system); never overwrites."""
+        if self._local_copy(src_rel, dst, dst_rel):
+            return
         target = dst._path(dst_rel)
         if dst._fs.exists(target):
             raise RunbookError(f"refusing to copy {src_rel} onto existing {dst.uri(dst_rel)}")
@@ -250,6 +254,42 @@ class HadoopFS:
             self._spark._jsc.hadoopConfiguration())
         if not copied:
             raise RunbookError(f"could not copy {self.uri(src_rel)} to {dst.uri(dst_rel)}")
+
+    def _local_folder(self) -> str | None:
+        """The root as an operating-system path when this is the driver's local file system."""
+        if "_local_root" not in self.__dict__:
+            local = str(self._fs.getUri().getScheme()) == "file"
+            self._local_root = str(self._path("").toUri().getPath()) if local else None
+        return self._local_root
+
+    def _local_copy(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> bool:
+        """Copy between two folders of the driver's disk with the operating system, the ``.crc``
+        sidecar along when both sides keep one; False when this is not such a copy. Without
+        Hadoop's native library (pip's pyspark has none) each file Hadoop creates on a local disk
+        forks ``chmod``: 5-9 ms a file against 0.2 ms here (08's copy of 2,328 files: 30 s)."""
+        src_root, dst_root = self._local_folder(), dst._local_folder()
+        if src_root is None or dst_root is None or \
+                self.has_checksum_layer != dst.has_checksum_layer:
+            return False
+        pairs = [(src_rel, dst_rel)]
+        if self.has_checksum_layer:
+            pairs.append((sidecar_of(src_rel), sidecar_of(dst_rel)))
+        for i, (src, target) in enumerate(pairs):
+            src_path, dst_path = os.path.join(src_root, src), os.path.join(dst_root, target)
+            if i and not os.path.exists(src_path):
+                break  # a file without a sidecar: Hadoop reads it unchecked, as the original
+            os.makedirs(os.path.dirname(dst_path), exist_ok=True)
+            try:
+                with open(src_path, "rb") as reader, open(dst_path, "xb" if not i else "wb") \
+                        as writer:
+                    shutil.copyfileobj(reader, writer)
+            except FileExistsError:
+                raise RunbookError(f"refusing to copy {src_rel} onto existing "
+                                   f"{dst.uri(dst_rel)}") from None
+            except OSError as exc:
+                raise RunbookError(f"could not copy {self.uri(src)} to {dst.uri(target)}: "
+                                   f"{exc.strerror or exc}") from None
+        return True
 
     def move_to(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> None:
         """Move a file or folder to a path under another root of the same file system (a rename:

@@ -1,28 +1,31 @@
 """Shared fixtures: one local Spark session and demo checkpoints written by real queries.
 
-Demo checkpoints are built once per test process (pytest-xdist runs two) and must not be changed
-by tests; a test that changes files copies one first (``copy_checkpoint``).
+Demo checkpoints are built once per test run, whichever of its processes (pytest-xdist runs two)
+asks first, and must not be changed by tests; a test that changes files copies one first
+(``copy_checkpoint``).
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 
 import jvm_class_archive
 import pytest
-import shared_servers
+import shared_per_run
 
-from state_runbooks.demos.checkpoints import build_demo_checkpoint
+from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.running.notebooks import execute, resolve_notebook
-from state_runbooks.session.spark_session import get_spark
+from state_runbooks.session.spark_session import get_spark, progress_dict
 
 # Every JVM the run starts (this process's, the notebooks' kernels, the helper processes and the
 # Connect server) runs Spark for seconds at a time on small data: the quick JIT alone and the
 # serial collector spend less of two cores on themselves (05's fault matrix: 103 s instead of
 # 121 s; a papermill run of 03's demo: 20-21 s instead of 25 s), and Spark's classes are mapped
-# from one archive (jvm_class_archive.py). Neither changes anything Spark decides. Set by the run's
-# first process (its workers inherit it), unless the run was given its own SPARK_SUBMIT_OPTS.
+# from one archive (jvm_class_archive.py); the standalone cluster's executors get the same options
+# (03's demo there: 49-55 s instead of 59-66 s). Neither changes anything Spark decides. Set by the
+# run's first process (its workers inherit them), unless the run was given its own.
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 -XX:+UseSerialGC"
 UNIT_TIER = os.path.join("tests", "unit")
 
@@ -49,17 +52,22 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def demo_factory(spark, tmp_path_factory):
-    """``demo(workload, provider="hdfs", batches=4, rows_per_batch=20, ...)`` -> DemoRun, cached."""
+def demo_factory(spark):
+    """``demo(workload, provider="hdfs", batches=4, rows_per_batch=20, ...)`` -> DemoRun, built
+    once per test run (shared_per_run.py): the process that asks first builds it."""
     cache = {}
 
     def demo(workload: str, provider: str = "hdfs", batches: int = 4, rows_per_batch: int = 20,
              partitions: int = 4):
         key = (workload, provider, batches, rows_per_batch, partitions)
         if key not in cache:
-            folder = tmp_path_factory.mktemp(f"{workload}-{provider}")
-            cache[key] = build_demo_checkpoint(spark, workload, str(folder / "checkpoint"),
-                                               batches, provider, rows_per_batch, partitions)
+            def build(folder) -> dict:
+                run = build_demo_checkpoint(spark, workload, str(folder / "checkpoint"), batches,
+                                            provider, rows_per_batch, partitions)
+                return {**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)},
+                        "progress": [progress_dict(p) for p in run.progress]}
+            record = shared_per_run.shared("demo-" + "-".join(map(str, key)), build)
+            cache[key] = DemoRun(**record)
         return cache[key]
 
     return demo
@@ -86,17 +94,21 @@ def run_notebook(tmp_path):
 
 
 # -- real servers, started once per test run from the installed pyspark ----------------------------
-# shared_servers.py lets every worker process of the run use the same ones.
+# shared_per_run.py lets every worker process of the run use the same ones.
 def pytest_configure(config):
     if not hasattr(config, "workerinput"):  # the run's main process
-        shared_servers.open_run_folder()
+        shared_per_run.open_run_folder()
         if "SPARK_SUBMIT_OPTS" not in os.environ:
             os.environ["SPARK_SUBMIT_OPTS"] = _jvm_options(config.args)
+        if "PYSPARK_SUBMIT_ARGS" not in os.environ:  # the cluster's executors: the same options
+            options = os.environ["SPARK_SUBMIT_OPTS"]
+            os.environ["PYSPARK_SUBMIT_ARGS"] = (
+                f'--conf "spark.executor.extraJavaOptions={options}" pyspark-shell')
 
 
 def pytest_unconfigure(config):
     if not hasattr(config, "workerinput"):
-        shared_servers.stop_all()
+        shared_per_run.stop_all()
 
 
 @pytest.fixture(scope="session")
@@ -106,8 +118,8 @@ def connect_server(tmp_path_factory):
 
     def start():
         server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
-        return shared_servers.Running(server.url, [server.process.pid])
-    return shared_servers.shared("connect", start)
+        return shared_per_run.Running(server.url, [server.process.pid])
+    return shared_per_run.shared_server("connect", start)
 
 
 @pytest.fixture(scope="session")
@@ -142,8 +154,8 @@ def standalone_cluster(tmp_path_factory):
 
     def start():
         cluster = start_standalone_cluster(str(tmp_path_factory.mktemp("servers") / "cluster.log"))
-        return shared_servers.Running(cluster.url, [cluster.worker.pid, cluster.master.pid])
-    return shared_servers.shared("cluster", start)
+        return shared_per_run.Running(cluster.url, [cluster.worker.pid, cluster.master.pid])
+    return shared_per_run.shared_server("cluster", start)
 
 
 # -- one small checkpoint per operator shape, shared by the tests of every runbook -----------------
@@ -153,7 +165,7 @@ def standalone_cluster(tmp_path_factory):
 def shape_demo(demo_factory):
     """``shape_demo(workload)`` -> DemoRun: a tiny checkpoint (3 batches of 10 rows, 2 partitions)
     of an operator shape (dedup_within_watermark, join_v3, session_window, pandas_with_state,
-    transform_with_state, limit, or any other workload), built once per test process."""
+    transform_with_state, limit, or any other workload), built once per test run."""
     def demo(workload: str, batches: int = 3):
         return demo_factory(workload, batches=batches, rows_per_batch=10, partitions=2)
     return demo

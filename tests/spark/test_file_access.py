@@ -130,3 +130,27 @@ def test_walk_lists_every_file_whatever_its_name(spark, tmp_path):
         rel[len("state/"):]: v for rel, v in on_disk.items()
         if rel.startswith("state/") and not rel.endswith(".crc")}
     assert raw.walk("nowhere") == {}
+
+
+def test_a_local_copy_reads_back_through_hadoop_as_the_original(spark, tmp_path):
+    """Copies on the driver's disk skip Hadoop's per-file chmod: the bytes and the ``.crc``
+    sidecar arrive as Hadoop's checked read expects them, a name Hadoop would escape too, and a
+    copy never lands on an existing file."""
+    root = tmp_path / "src"
+    src = HadoopFS(spark, str(root))
+    src.write_bytes("state/0/0/1 {a}.delta", b"\x00\x01 state bytes")
+    assert (root / "state/0/0/.1 {a}.delta.crc").exists()  # written by Hadoop's checksum layer
+    dst = HadoopFS(spark, str(tmp_path / "dst"))
+    src.copy_to("state/0/0/1 {a}.delta", dst, "copied/1 {a}.delta")
+    assert dst.read_bytes("copied/1 {a}.delta") == b"\x00\x01 state bytes"
+    assert dst.verify_checksum("copied/1 {a}.delta") is None
+    assert (tmp_path / "dst/copied/.1 {a}.delta.crc").read_bytes() == \
+        (root / "state/0/0/.1 {a}.delta.crc").read_bytes()
+    with pytest.raises(RunbookError, match="refusing to copy .* onto existing"):
+        src.copy_to("state/0/0/1 {a}.delta", dst, "copied/1 {a}.delta")
+    raw = dst.raw()  # without the checksum layer on both sides: the file alone
+    src.raw().copy_to("state/0/0/1 {a}.delta", raw, "raw/1.delta")
+    src.copy_to("state/0/0/1 {a}.delta", raw, "mixed/1.delta")  # on one side: Hadoop copies
+    for rel in ("raw/1.delta", "mixed/1.delta"):
+        assert raw.read_bytes(rel) == b"\x00\x01 state bytes"
+        assert not (tmp_path / "dst" / rel).with_name(".1.delta.crc").exists()

@@ -7,8 +7,9 @@ a watermark, deduplication with and within a watermark, stream-stream join in st
 chained operators) on the HDFS-backed provider and on RocksDB with and without changelogs, plus
 Avro encoding, a short retention that purges logs, and checkpoint format v2. On each, healthy:
 
-- 03 counts every unit (store, join store, state variable, timers) exactly as Spark's reader does
-  with the options written out by hand, and its checklist calls nothing critical;
+- 03, calling what its notebook calls, counts every unit (store, join store, state variable,
+  timers) exactly as Spark's reader does with the options written out by hand, and its checklist
+  calls nothing critical;
 - 02 measures every unit with the same rows, and names each state variable of transformWithState;
 - 05 finds nothing broken and plans no move;
 - 07 and 09 check and plan in dry run, refusing an unsupported shape in one line at most;
@@ -174,19 +175,7 @@ def _unchanged(spark, built: Built) -> None:
 
 # -- every runbook on every healthy shape ----------------------------------------------------------
 @pytest.mark.parametrize("name", NAMES)
-def test_03_counts_every_unit_as_spark_reads_it(spark, corpus, name):
-    built = corpus(name)
-    ckpt = built.checkpoint(spark)
-    reports = inspect_state.inspect_stores(ckpt)
-    assert [(r.label, r.reader_error_class) for r in reports if not r.readable] == []
-    v2 = built.shape.conf.get(CHECKPOINT_FORMAT_CONF) == "2"
-    assert ckpt.format_version == (2 if v2 else 1)
-    assert all(f.unique_id for f in ckpt.state_files()) == v2
-    assert {r.label: r.rows for r in reports} == built.counts
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_03_checklist_calls_nothing_critical(spark, corpus, name):
+def test_03_counts_every_unit_as_spark_reads_it_and_calls_nothing_critical(spark, corpus, name):
     built = corpus(name)
     ckpt = built.checkpoint(spark)
     # The notebook's calls, in its order.
@@ -194,6 +183,11 @@ def test_03_checklist_calls_nothing_critical(spark, corpus, name):
     inspect_state.operator_lines(ckpt)
     inspect_state.units_table(ckpt)
     reports = inspect_state.inspect_stores(ckpt, -1, -1, "", 5)
+    assert [(r.label, r.reader_error_class) for r in reports if not r.readable] == []
+    assert {r.label: r.rows for r in reports} == built.counts
+    v2 = built.shape.conf.get(CHECKPOINT_FORMAT_CONF) == "2"
+    assert ckpt.format_version == (2 if v2 else 1)
+    assert all(f.unique_id for f in ckpt.state_files()) == v2
     inspect_state.stores_table(reports)
     reader = inspect_state.reader_lines(reports, ckpt)
     # Avro-encoded state says its files hold Avro bytes, not UnsafeRow; no other shape says so.

@@ -7,7 +7,6 @@ asks first, and must not be changed by tests; a test that changes files copies o
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import shutil
 
@@ -64,8 +63,7 @@ def demo_factory(spark):
             def build(folder) -> dict:
                 run = build_demo_checkpoint(spark, workload, str(folder / "checkpoint"), batches,
                                             provider, rows_per_batch, partitions)
-                return {**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)},
-                        "progress": [progress_dict(p) for p in run.progress]}
+                return {**vars(run), "progress": [progress_dict(p) for p in run.progress]}
             record = shared_per_run.shared("demo-" + "-".join(map(str, key)), build)
             cache[key] = DemoRun(**record)
         return cache[key]

@@ -5,9 +5,10 @@ without a watermark (RocksDB; built here in a few batches, each run on its own c
 clock starts):
 
 - the library's apply of a drop in place (checks, the plan's counts and checksums, backup and
-  journal, Spark's rewriter with the drop, the verification: each store read once and checksummed) against a bare call in the same warmed
-  process: the new batch's offsets entry, Spark's ``StateRewriter`` with the same drop as a Python
-  transform, the commit, and the rows counted before and after (the target: within 1.5x);
+  journal, Spark's rewriter with the drop, the verification: each store read once and
+  checksummed) against a bare call in the same warmed process: the new batch's offsets entry,
+  Spark's ``StateRewriter`` with the same drop as a Python transform, the commit, and the rows
+  counted before and after (the target: within 1.5x);
 - the library's move to a new location against a bare rewriter call there (context: the bare side
   prepares the location's logs by hand);
 - the driver's memory while applying, at two key counts (4x apart): the Python heap's peak

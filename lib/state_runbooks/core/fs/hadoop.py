@@ -271,25 +271,25 @@ class HadoopFS:
         if src_root is None or dst_root is None or \
                 self.has_checksum_layer != dst.has_checksum_layer:
             return False
-        pairs = [(src_rel, dst_rel)]
-        if self.has_checksum_layer:
-            pairs.append((sidecar_of(src_rel), sidecar_of(dst_rel)))
-        for i, (src, target) in enumerate(pairs):
-            src_path, dst_path = os.path.join(src_root, src), os.path.join(dst_root, target)
-            if i and not os.path.exists(src_path):
-                break  # a file without a sidecar: Hadoop reads it unchecked, as the original
-            os.makedirs(os.path.dirname(dst_path), exist_ok=True)
-            try:
-                with open(src_path, "rb") as reader, open(dst_path, "xb" if not i else "wb") \
-                        as writer:
-                    shutil.copyfileobj(reader, writer)
-            except FileExistsError:
-                raise RunbookError(f"refusing to copy {src_rel} onto existing "
-                                   f"{dst.uri(dst_rel)}") from None
-            except OSError as exc:
-                raise RunbookError(f"could not copy {self.uri(src)} to {dst.uri(target)}: "
-                                   f"{exc.strerror or exc}") from None
+        self._os_copy(src_rel, dst, dst_rel, exclusive=True)
+        if self.has_checksum_layer and os.path.exists(os.path.join(src_root, sidecar_of(src_rel))):
+            # A file without a sidecar stays without: Hadoop reads it unchecked, as the original.
+            self._os_copy(sidecar_of(src_rel), dst, sidecar_of(dst_rel), exclusive=False)
         return True
+
+    def _os_copy(self, src_rel: str, dst: HadoopFS, dst_rel: str, exclusive: bool) -> None:
+        target = os.path.join(dst._local_folder(), dst_rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            with open(os.path.join(self._local_folder(), src_rel), "rb") as reader, \
+                    open(target, "xb" if exclusive else "wb") as writer:
+                shutil.copyfileobj(reader, writer)
+        except FileExistsError:
+            raise RunbookError(f"refusing to copy {src_rel} onto existing "
+                               f"{dst.uri(dst_rel)}") from None
+        except OSError as exc:
+            raise RunbookError(f"could not copy {self.uri(src_rel)} to {dst.uri(dst_rel)}: "
+                               f"{exc.strerror or exc}") from None
 
     def move_to(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> None:
         """Move a file or folder to a path under another root of the same file system (a rename:

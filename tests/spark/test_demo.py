@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -17,6 +18,9 @@ from state_runbooks.demos.checkpoints import (
     remove_orphaned_demo_folders,
     run_demo_batches,
 )
+from state_runbooks.demos.faults import compare_state
+
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 def _rows(spark, path, operator_id=0, store="default"):
@@ -102,3 +106,33 @@ def test_a_demo_folder_goes_when_its_process_exits(tmp_path):
                           capture_output=True, text=True, check=True, env=env).stdout.strip()
     assert made.startswith(str(tmp_path / DEMO_FOLDER_PREFIX)) and made.endswith("/dedup")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("workload, provider", [("two_operators", "hdfs"), ("join", "rocksdb")])
+def test_demo_files_are_the_ones_spark_s_default_writes(spark, tmp_path, monkeypatch, workload,
+                                                        provider):
+    """Demo queries on a local disk write through Spark's FileSystem-based checkpoint file manager
+    (local_writes.py): the same files as Spark's default manager, the HDFS-backed store's with
+    the same bytes (only the query id and the batch times differ), and the same state rows."""
+    from state_runbooks.demos import checkpoints
+    from state_runbooks.demos.local_writes import CHECKPOINT_FILE_MANAGER_CONF, local_write_conf
+
+    assert "FileSystemBased" in local_write_conf(spark, str(tmp_path))[CHECKPOINT_FILE_MANAGER_CONF]
+    ours = build_demo_checkpoint(spark, workload, str(tmp_path / "ours"), 4, provider, 10, 2)
+    monkeypatch.setattr(checkpoints, "local_write_conf", lambda spark, path: {})
+    default = build_demo_checkpoint(spark, workload, str(tmp_path / "default"), 4, provider, 10, 2)
+
+    def files(run) -> dict[str, bytes]:
+        root = run.checkpoint_path.removeprefix("file:")
+        return {re.sub(UUID, "<id>", os.path.relpath(os.path.join(folder, name), root)):
+                open(os.path.join(folder, name), "rb").read()
+                for folder, _, names in os.walk(root) for name in names}
+
+    ours_files, default_files = files(ours), files(default)
+    assert sorted(ours_files) == sorted(default_files)
+    if provider == "hdfs":  # RocksDB's zips carry ids and times of their own
+        assert [name for name in ours_files if ours_files[name] != default_files[name]
+                and not re.match(r"\.?metadata|offsets/", name)] == []
+    lines = compare_state(Checkpoint(spark, ours.checkpoint_path),
+                          Checkpoint(spark, default.checkpoint_path), 3)
+    assert lines and all(line.endswith("equal") for line in lines), lines

@@ -23,6 +23,8 @@ from state_runbooks.common.runtime import (
 )
 from state_runbooks.session.spark_session import session_conf
 
+from .local_writes import local_write_conf
+
 # 2023-11-14 22:13:20 UTC. Not epoch 0: with a watermark, rows whose event time is exactly
 # 1970-01-01 00:00:00 count as late in the first batch and never reach the state.
 DEMO_START_MS = 1_700_000_000_000
@@ -442,7 +444,7 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
     conf = {"spark.sql.shuffle.partitions": str(partitions),
             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
             **provider_conf(demo_provider(workload, provider)), **WORKLOAD_CONF.get(workload, {}),
-            **(extra_conf or {})}
+            **local_write_conf(spark, checkpoint_path), **(extra_conf or {})}
     progress = []
     with session_conf(spark, conf):
         df = demo_query(spark, workload, rows_per_batch)

@@ -444,7 +444,7 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
     conf = {"spark.sql.shuffle.partitions": str(partitions),
             "spark.sql.streaming.noDataMicroBatches.enabled": "false",
             **provider_conf(demo_provider(workload, provider)), **WORKLOAD_CONF.get(workload, {}),
-            **local_write_conf(spark, checkpoint_path), **(extra_conf or {})}
+            **(extra_conf or {})}
     progress = []
     with session_conf(spark, conf):
         df = demo_query(spark, workload, rows_per_batch)
@@ -469,6 +469,6 @@ def build_demo_checkpoint(spark, workload: str = "two_operators", checkpoint_pat
                            f"{', '.join(WORKLOADS)}")
     path = checkpoint_path or new_demo_path(workload)
     progress = run_demo_batches(spark, workload, path, batches, provider, rows_per_batch,
-                                partitions, extra_conf)
+                                partitions, {**local_write_conf(spark, path), **(extra_conf or {})})
     return DemoRun(path, workload, demo_provider(workload, provider), batches, rows_per_batch,
                    partitions, progress)

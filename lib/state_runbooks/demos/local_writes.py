@@ -9,8 +9,12 @@ available, writes the same files with the same bytes and none of those processes
 take a quarter to a third less time (a deduplication's 6 batches 2.2 s -> 1.3 s, a join's 8.2 s
 -> 6.0 s).
 
-Only demo checkpoints on a local disk are written this way. A checkpoint of yours is written by
-your query, with your settings; nothing here changes them.
+Only while a demo checkpoint is first written, from nothing. A query restarted on a checkpoint that
+exists (a demo continued, a restart after a fault, a probe of what Spark does with a damaged file)
+runs with Spark's default manager, as your query does: the two read a damaged file differently
+(a query's metadata file cut short: EOFException through the default, ChecksumException through
+FileSystem's, which checks it against its ``.crc`` sidecar). A checkpoint of yours is
+written by your query, with your settings; nothing here changes them.
 """
 from __future__ import annotations
 

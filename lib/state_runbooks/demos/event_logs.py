@@ -46,7 +46,7 @@ def _write_one(spec: dict) -> dict:
 
     from state_runbooks.session.spark_session import LOCAL_CONF
 
-    from .checkpoints import run_demo_batches
+    from .checkpoints import build_demo_checkpoint
 
     os.makedirs(spec["event_log_dir"], exist_ok=True)  # Spark refuses a missing log folder
     builder = SparkSession.builder.master("local[2]").appName(f"demo-{spec['workload']}")
@@ -67,9 +67,10 @@ def _write_one(spec: dict) -> dict:
             spark.range(10).count()
             progress = []
         else:
-            progress = run_demo_batches(spark, spec["workload"], spec["checkpoint"],
-                                        spec["batches"], spec.get("provider", "hdfs"),
-                                        spec.get("rows_per_batch", 20), spec.get("partitions", 4))
+            progress = build_demo_checkpoint(spark, spec["workload"], spec["checkpoint"],
+                                             spec["batches"], spec.get("provider", "hdfs"),
+                                             spec.get("rows_per_batch", 20),
+                                             spec.get("partitions", 4)).progress
     finally:
         spark.stop()
     return {**spec, "app_id": app_id, "progress": [progress_dict(p) for p in progress]}

@@ -32,7 +32,7 @@ demo: setup
 wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
-# Every tier; about 27 minutes on 2 cores.
+# Every tier; about 25 minutes on 2 cores.
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

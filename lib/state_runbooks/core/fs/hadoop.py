@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import shutil
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -25,6 +26,20 @@ _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|f
 _CHECKING_THREADS = 4  # 2-8 measured alike on 2 cores; 1 is slower
 _ONE_THREAD_UP_TO = 16  # files: a store partition's few need no threads of their own
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
+_JVM_MEMBERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per JVM: name -> member
+
+
+def jvm_member(jvm, name: str):
+    """A Java class, static method or static field by its full name (``org.apache.hadoop.fs.Path``,
+    ``org.apache.commons.io.IOUtils.toByteArray``), looked up once per JVM. Py4J asks the JVM at
+    each step of ``jvm.a.b.C.m``: hashing a file took 25 round trips, 4 with the lookups kept."""
+    members = _JVM_MEMBERS.setdefault(jvm, {})
+    if name not in members:
+        found = jvm
+        for part in name.split("."):
+            found = getattr(found, part)
+        members[name] = found
+    return members[name]
 
 
 class HadoopFS:
@@ -35,7 +50,7 @@ class HadoopFS:
     def __init__(self, spark, root: str):
         self._spark = spark
         self._jvm = spark._jvm
-        path = self._jvm.org.apache.hadoop.fs.Path(root)
+        path = jvm_member(self._jvm, "org.apache.hadoop.fs.Path")(root)
         try:
             self._fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
@@ -88,9 +103,7 @@ class HadoopFS:
         return f"{self.root}/{rel}" if rel else self.root
 
     def _path(self, rel: str):
-        if "_path_class" not in self.__dict__:  # each package step of _jvm.a.b.c is a JVM call
-            self._path_class = self._jvm.org.apache.hadoop.fs.Path
-        return self._path_class(self.uri(rel))
+        return jvm_member(self._jvm, "org.apache.hadoop.fs.Path")(self.uri(rel))
 
     def refresh(self) -> None:
         """Nothing cached here: every call asks the file system."""
@@ -120,8 +133,8 @@ class HadoopFS:
         """``(full path, is_dir, size, modified_ms)`` of Hadoop FileStatus objects: their text in
         one JVM call, or entry by entry when the text does not read as expected."""
         try:
-            text = str(self._jvm.scala.collection.immutable.ArraySeq.unsafeWrapArray(statuses)
-                       .mkString("\n"))
+            wrap = jvm_member(self._jvm, "scala.collection.immutable.ArraySeq.unsafeWrapArray")
+            text = str(wrap(statuses).mkString("\n"))
             matches = [_STATUS_TEXT.match(line) for line in text.split("\n") if line]
         except Exception:  # noqa: BLE001 - another Hadoop or Scala: the portable way
             matches = []
@@ -135,7 +148,7 @@ class HadoopFS:
         with self._access(rel):
             stream = self._fs.open(self._path(rel))
         try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
+            return bytes(jvm_member(self._jvm, "org.apache.commons.io.IOUtils.toByteArray")(stream))
         finally:
             stream.close()
 
@@ -143,16 +156,14 @@ class HadoopFS:
         return self.read_bytes(rel).decode("utf-8")
 
     def sha256(self, rel: str) -> str:
-        """SHA-256 of a file's bytes, computed in the JVM: the bytes never cross to Python, so
-        large state files cost no memory here. (Py4J passes a Java byte array to a method by
-        value, so reading into a buffer from Python would hash an untouched copy.)"""
-        digest = self._jvm.java.security.MessageDigest.getInstance("SHA-256")
-        stream = self._jvm.java.security.DigestInputStream(self._fs.open(self._path(rel)), digest)
+        """SHA-256 of a file's bytes, computed in the JVM (commons-codec, shipped with Spark): the
+        bytes never cross to Python, so large state files cost no memory here."""
+        sha256_hex = jvm_member(self._jvm, "org.apache.commons.codec.digest.DigestUtils.sha256Hex")
+        stream = self._fs.open(self._path(rel))
         try:
-            self._jvm.org.apache.commons.io.IOUtils.consume(stream)
+            return str(sha256_hex(stream))
         finally:
             stream.close()
-        return bytes(digest.digest()).hex()
 
     # -- writing (used by repairs; callers journal every change) ---------------------------------
     def write_bytes(self, rel: str, data: bytes, overwrite: bool = False) -> None:
@@ -168,7 +179,7 @@ class HadoopFS:
         """Whether this is Hadoop's client-side checksum file system (``file:``), which keeps a
         ``.<name>.crc`` sidecar next to every file, verifies it on read and hides it in listings."""
         if "_checksum_layer" not in self.__dict__:
-            checksum_fs = self._jvm.java.lang.Class.forName(
+            checksum_fs = jvm_member(self._jvm, "java.lang.Class.forName")(
                 "org.apache.hadoop.fs.ChecksumFileSystem")
             self._checksum_layer = bool(checksum_fs.isInstance(self._fs))
         return self._checksum_layer
@@ -220,10 +231,9 @@ class HadoopFS:
     def _paths(self, rels: list[str]):
         """A Java ``Path[]`` of many paths in two JVM calls (not two per path): their URIs joined
         by newlines, split and turned into paths by Hadoop's ``StringUtils``."""
-        if "_string_utils" not in self.__dict__:
-            self._string_utils = self._jvm.org.apache.hadoop.util.StringUtils
-        strings = self._string_utils
-        return strings.stringToPath(strings.getStrings("\n".join(map(self.uri, rels)), "\n"))
+        strings = jvm_member(self._jvm, "org.apache.hadoop.util.StringUtils.getStrings")(
+            "\n".join(map(self.uri, rels)), "\n")
+        return jvm_member(self._jvm, "org.apache.hadoop.util.StringUtils.stringToPath")(strings)
 
     def _walk_folder_by_folder(self, base: str) -> dict[str, FileEntry]:
         out: dict[str, FileEntry] = {}
@@ -249,7 +259,7 @@ class HadoopFS:
         if dst._fs.exists(target):
             raise RunbookError(f"refusing to copy {src_rel} onto existing {dst.uri(dst_rel)}")
         dst._fs.mkdirs(target.getParent())
-        copied = self._jvm.org.apache.hadoop.fs.FileUtil.copy(
+        copied = jvm_member(self._jvm, "org.apache.hadoop.fs.FileUtil.copy")(
             self._fs, self._path(src_rel), dst._fs, target, False, False,
             self._spark._jsc.hadoopConfiguration())
         if not copied:
@@ -312,12 +322,11 @@ class HadoopFS:
         or emptied, passes; compare the sidecar's length with the file's size for those."""
         if not self.has_checksum_layer:
             return None
-        if "_drain" not in self.__dict__:  # read to the end into nothing, then close: one call
-            copy_bytes = self._jvm.org.apache.hadoop.io.IOUtils.copyBytes
-            nowhere = self._jvm.org.apache.commons.io.output.NullOutputStream.INSTANCE
-            self._drain = lambda stream: copy_bytes(stream, nowhere, 65536, True)
+        # Read to the end into nothing, then close: one call.
+        copy_bytes = jvm_member(self._jvm, "org.apache.hadoop.io.IOUtils.copyBytes")
+        nowhere = jvm_member(self._jvm, "org.apache.commons.io.output.NullOutputStream.INSTANCE")
         try:
-            self._drain(self._fs.open(self._path(rel)))
+            copy_bytes(self._fs.open(self._path(rel)), nowhere, 65536, True)
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
             return first_line(exc)
         return None
@@ -328,7 +337,7 @@ class HadoopFS:
         files whose bytes do not match their sidecar."""
         if not self.has_checksum_layer or not rels:
             return {}
-        first = self.verify_checksum(rels[0])  # sets the reader up before the threads share it
+        first = self.verify_checksum(rels[0])  # looks the JVM members up before the threads
         if len(rels) <= _ONE_THREAD_UP_TO:
             complaints = [first, *map(self.verify_checksum, rels[1:])]
         else:

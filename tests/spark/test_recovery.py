@@ -433,8 +433,9 @@ def shapes(demo_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_every_healthy_shape_without_sidecars_is_ok(spark, shapes, copy_checkpoint, shape):
-    """As an object store holds them. With their sidecars, every shape is diagnosed healthy in the
-    checkpoint corpus (test_checkpoint_corpus.py, test_05_finds_nothing_broken_and_plans_nothing)."""
+    """As an object store holds them. With their sidecars, every shape is diagnosed healthy in
+    the checkpoint corpus (test_checkpoint_corpus.py,
+    test_05_finds_nothing_broken_and_plans_nothing)."""
     ckpt = Checkpoint(spark, without_sidecars(copy_checkpoint(shapes(shape).checkpoint_path)))
     diag = recovery.diagnose(ckpt)
     assert diag.nothing_broken, (recovery.problem_lines(diag), recovery.load_lines(diag))

@@ -108,11 +108,33 @@ def test_inspect_over_connect_on_a_checkpoint_it_never_wrote_gives_the_reader_fi
 
 @pytest.mark.slow
 @pytest.mark.notebook
-@pytest.mark.parametrize("name", ["03_inspect_state", "05_recover_corrupted_state"])
-def test_runbook_demo_on_a_standalone_cluster_says_what_local_mode_says(name, standalone_cluster,
-                                                                         run_notebook):
+def test_recover_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
+                                                                        run_notebook):
+    """05's demo breaks, diagnoses, rolls back and undoes its checkpoint: the driver moves the
+    files while the executors, in their own JVMs, load the state."""
+    name = "05_recover_corrupted_state"
     result = run_notebook(name, spark_master=standalone_cluster.url)
     assert differences_from_golden(result.notebook, name) == []
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_inspect_on_a_standalone_cluster_gives_the_local_figures(spark, demo_factory,
+                                                                 standalone_cluster, run_notebook):
+    """03 on a checkpoint it did not write, its state read by the cluster's executors: every
+    store's rows per partition and the growth are those a local session computes."""
+    from state_runbooks.core import growth as state_growth
+    from state_runbooks.runbooks import inspect_state
+    checkpoint = demo_factory("two_operators", "rocksdb").checkpoint_path
+    summary = run_notebook("03_inspect_state", checkpoint_path=checkpoint,
+                           spark_master=standalone_cluster.url).summary
+    ckpt = Checkpoint(spark, checkpoint)
+    local = inspect_state.inspect_stores(ckpt)
+    assert summary["stores"] == json.loads(json.dumps([r.summary() for r in local]))
+    checklist = inspect_state.production_checklist(
+        ckpt, local, state_growth.growth(ckpt, -1, "", 12, local))
+    assert [(i["item"], i["status"]) for i in summary["checklist"]] == [
+        (i.item, i.status) for i in checklist]
 
 
 

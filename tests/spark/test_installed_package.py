@@ -153,11 +153,12 @@ def test_every_runbook_is_found_by_name(installed):
         assert summary["status"] == "error" and summary["runbook_version"] == VERSION
 
 
-def test_a_runbook_runs_by_name_outside_any_clone(installed):
+def test_a_runbook_runs_by_name_outside_any_clone(installed, demo_factory):
     _, bin_dir, env, elsewhere = installed
-    # 01: the shortest demo of a runbook (the template is not one), with its HTML report.
-    done = _run([bin_dir / "state-runbooks", "run", "01_enable_rocksdb", "--demo", "--out", "out"],
-                elsewhere, env, timeout=900, check=False)
+    # 01 on a checkpoint a query wrote (the demos run in the notebook tier), with its HTML report.
+    checkpoint = demo_factory("two_operators", "hdfs").checkpoint_path
+    done = _run([bin_dir / "state-runbooks", "run", "01_enable_rocksdb", "-p", "checkpoint_path",
+                 checkpoint, "--out", "out"], elsewhere, env, timeout=900, check=False)
     assert done.returncode == 0, done.stdout + (elsewhere / "out/logs/01_enable_rocksdb.log"
                                                 ).read_text()[-3000:]
     summary = json.loads((elsewhere / "out" / "01_enable_rocksdb.summary.json").read_text())

@@ -576,27 +576,3 @@ def test_undo_stopped_halfway_says_where_and_resumes(spark, setups, copy_checkpo
     resumed = recovery.undo(bare, done.journal_path, dry_run=False, force=True)
     assert resumed.applied and resumed.verified and tree_sha(path) == faulted
 
-
-@pytest.mark.slow
-def test_connect_diagnoses_and_plans_but_refuses_to_apply(spark, setups, copy_checkpoint,
-                                                          on_connect):
-    """Over Spark Connect (no .crc visible, no file moves outside Databricks): the same file
-    named, the same plan, and the apply step refused in one line with the exact plan."""
-    run, _ = setups("hdfs")
-    path = copy_checkpoint(run.checkpoint_path)
-    broken = faults.inject_fault(Checkpoint(spark, path), "garbage_latest", partition_id=1)
-    age(path)
-    before = tree_sha(path)
-    classic = recovery.diagnose(Checkpoint(spark, path))
-    with on_connect() as connect:
-        ckpt = Checkpoint(connect, path)
-        diag = recovery.diagnose(ckpt)
-        assert diag.sidecars_checked == 0
-        assert broken in [p.path for p in diag.problems], recovery.problem_lines(diag)
-        assert diag.last_good_batch_id == classic.last_good_batch_id == LAST - 1
-        plan = recovery.plan_rollback(ckpt, diag)
-        assert broken in plan.moves
-        outcome = recovery.rollback(ckpt, plan, dry_run=False, force=True)
-    assert not outcome.applied and "on a classic session" in outcome.refused
-    assert "\n" not in outcome.refused and f"  move {broken}" in outcome.lines
-    assert tree_sha(path) == before

@@ -18,14 +18,15 @@ from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.running.notebooks import execute, resolve_notebook
 from state_runbooks.session.spark_session import get_spark, progress_dict
 
-# Every JVM a run starts (each worker's session, the notebooks' kernels, the helper processes, the
-# Connect server, the standalone cluster's executors) runs Spark on small data while the run keeps
-# both cores busy: the quick JIT alone and the serial collector spend less of them on the JVMs
-# themselves. Two test files on two workers: 284-315 s instead of 379-384 s with the full JIT in
-# the JVMs that live as long as the run (its compiler threads took 12% of the CPU); a papermill
-# run of 03's demo: 20-21 s instead of 25 s. Every JVM maps Spark's classes from one archive
-# (jvm_class_archive.py). None of this changes anything Spark decides. Set by the run's first
-# process (its workers inherit them), unless the run was given its own.
+# The JVMs a run starts for seconds at a time (the notebooks' kernels, the helper processes, the
+# standalone cluster's executors) run Spark on small data: the quick JIT alone and the serial
+# collector spend less of two cores on themselves (a papermill run of 03's demo: 20-21 s instead
+# of 25 s; 03's demo on the cluster: 49-55 s instead of 59-66 s). The JVMs that live as long as the
+# run (each worker's own session, the Connect server) get the full JIT, which pays for itself
+# within minutes (two minutes of the library's reads, builds and restarts: 112-114 s instead of
+# 124-152 s). Every JVM maps Spark's classes from one archive (jvm_class_archive.py). None of this
+# changes anything Spark decides. Set by the run's first process (its workers inherit them),
+# unless the run was given its own.
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
 SERIAL_GC = "-XX:+UseSerialGC"
 UNIT_TIER = os.path.join("tests", "unit")
@@ -39,6 +40,20 @@ def _jvm_options(args: list[str]) -> str:
     return f"{QUICK_JIT} {SERIAL_GC} {archive}".strip()
 
 
+@contextlib.contextmanager
+def _full_jit():
+    """Start a JVM that lives as long as the run with the full JIT (the run's options without the
+    quick JIT's; a run given its own options keeps them)."""
+    options = os.environ.get("SPARK_SUBMIT_OPTS")
+    if options is not None:
+        os.environ["SPARK_SUBMIT_OPTS"] = " ".join(options.replace(QUICK_JIT, "").split())
+    try:
+        yield
+    finally:
+        if options is not None:
+            os.environ["SPARK_SUBMIT_OPTS"] = options
+
+
 def pytest_collection_modifyitems(config, items):
     # nbval runs whole notebooks: mark them slow like the papermill runs.
     for item in items:
@@ -49,7 +64,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark():
-    return get_spark()
+    with _full_jit():
+        return get_spark()
 
 
 @pytest.fixture(scope="session")
@@ -117,7 +133,8 @@ def connect_server(tmp_path_factory):
     from state_runbooks.session.local_servers import start_connect_server
 
     def start():
-        server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
+        with _full_jit():
+            server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
         return shared_per_run.Running(server.url, [server.process.pid])
     return shared_per_run.shared_server("connect", start)
 

@@ -229,6 +229,11 @@ def test_02_measures_every_unit(spark, corpus, name):
                      measured.unreadable)
     per_store = summary.details["measured"]["per_store"]
     assert sorted(e["unit"] for e in per_store) == sorted(built.counts)
+    # Each store folder's files once, whatever the units it holds (a join in state format 3, the
+    # variables of transformWithState).
+    folders = {(m.operator_id, m.report.files_store) for m in stores}
+    assert summary.details["measured"]["disk_bytes"]["retained"] == sum(
+        ckpt.disk_bytes(op, store)["retained_bytes"] for op, store in folders)
     if any("stateVarName" in options for options in built.shape.units.values()):
         named = {e["unit"]: e.get("state_variable") for e in per_store}
         assert all(named.values()), named

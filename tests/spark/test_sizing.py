@@ -453,28 +453,14 @@ def test_no_napkin_on_a_real_checkpoint_without_a_rate():
     assert sizing.recommendation_lines(None, [], None) == []
 
 
-def test_every_shape_is_measured_or_says_why(spark, demo_factory):
-    """Units are the operator model's: a streaming limit's one row in partition 0; a join in state
-    format 3 (one store ``default`` in its metadata) by its four side stores, with the folder's
-    files counted once. A unit Spark's reader refuses is set aside with the reader's error."""
+def test_a_unit_the_reader_refuses_is_reported_not_measured(spark, demo_factory):
+    """A unit Spark's reader refuses is set aside with the reader's error, and the summary says so.
+    (Every shape the reader takes is measured in the checkpoint corpus:
+    test_checkpoint_corpus.py, test_02_measures_every_unit.)"""
     from state_runbooks.core import store_scan
     from state_runbooks.running.results import Summary
-    limit = Checkpoint(spark, demo_factory("limit", batches=2).checkpoint_path)
-    measured = sizing.measure_checkpoint(limit)
-    assert not measured.unreadable and measured.lines() == []
-    assert [m.rows for m in measured.stores] == [read_state(limit, 0).count()]
     v3 = Checkpoint(spark, demo_factory("join_v3", "rocksdb", batches=3).checkpoint_path)
-    measured = sizing.measure_checkpoint(v3, restarted_each_batch=True)
-    assert [m.label for m in measured.stores] == [
-        "0/left-keyToNumValues", "0/left-keyWithIndexToValue", "0/right-keyToNumValues",
-        "0/right-keyWithIndexToValue"]
-    assert [m.rows for m in measured.stores] == [
-        read_state(v3, 0, m.store_name).count() for m in measured.stores]
-    summary = sizing.measured_summary(measured.stores, True)
-    assert summary["disk_bytes"]["retained"] == v3.disk_bytes(0, "default")["retained_bytes"]
-    assert not sizing.growth(v3, measured).empty
-    # A unit the reader refused: reported, not measured, and the summary says so.
-    unit = measured.stores[0].report
+    unit = store_scan.inspect_stores(v3, top_keys=0)[0]
     refused = dataclasses.replace(unit, rows=None, reader_error="[STDS_X] refused",
                                   reader_error_class="STDS_X")
     only_refused = sizing.CheckpointMeasurement(2, [], [refused])

@@ -33,7 +33,7 @@ demo: setup
 wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
-# Every tier; about 25 minutes on 2 cores.
+# Every tier; 25 to 35 minutes on 2 cores, as fast as the machine is (the aim is 20).
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

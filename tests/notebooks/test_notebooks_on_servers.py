@@ -122,7 +122,7 @@ def test_recover_demo_on_a_standalone_cluster_says_what_local_mode_says(standalo
 def test_inspect_on_a_standalone_cluster_gives_the_local_figures(spark, demo_factory,
                                                                  standalone_cluster, run_notebook):
     """03 on a checkpoint it did not write, its state read by the cluster's executors: every
-    store's rows per partition and the growth are those a local session computes."""
+    store's figures and the checklist (growth included) are those a local session computes."""
     from state_runbooks.core import growth as state_growth
     from state_runbooks.runbooks import inspect_state
     checkpoint = demo_factory("two_operators", "rocksdb").checkpoint_path
@@ -135,7 +135,6 @@ def test_inspect_on_a_standalone_cluster_gives_the_local_figures(spark, demo_fac
         ckpt, local, state_growth.growth(ckpt, -1, "", 12, local))
     assert [(i["item"], i["status"]) for i in summary["checklist"]] == [
         (i.item, i.status) for i in checklist]
-
 
 
 def _tree_sha(root: str) -> dict[str, str]:

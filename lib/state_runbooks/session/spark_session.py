@@ -82,11 +82,10 @@ def active_session():
 
 
 def _active_connect_session():
-    try:
-        from pyspark.sql.connect.session import SparkSession as ConnectSession
-    except ImportError:
-        return None
-    return ConnectSession.getActiveSession()
+    # Only a process that imported pyspark's Connect client can hold a Connect session: a classic
+    # one is spared importing it (gRPC, protobuf, Arrow).
+    client = sys.modules.get("pyspark.sql.connect.session")
+    return client.SparkSession.getActiveSession() if client is not None else None
 
 
 def get_spark(spark_master: str = "", app_name: str = "state-runbooks", conf: dict | None = None):

@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup java-check demo wheel test test-unit test-spark test-notebooks bench lab golden clean lock connect-server
+.PHONY: setup java-check demo wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
 
 setup: java-check $(STAMP)
 
@@ -36,9 +36,14 @@ demo: setup
 wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
-# Every tier; 25 to 35 minutes on 2 cores, as fast as the machine is (the aim is 20).
+# Every behaviour once, every tier (the aim: within 20 minutes on 2 cores).
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The rest of each matrix: the same checks on more shapes, providers, faults and damages, and every
+# runbook's demo over Spark Connect (tests/tiers.py). CI runs it after make test.
+test-extended: setup
+	$(BIN)/python -m pytest -m extended $(PYTEST_ARGS)
 
 # The tiers, each on its own: the library without Spark (seconds), the library on real Spark (local,
 # a Spark Connect server and a standalone cluster), and the notebooks run whole (nbval, papermill).

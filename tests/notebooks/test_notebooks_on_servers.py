@@ -19,6 +19,7 @@ import time
 import nbformat
 import papermill
 import pytest
+import tiers
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import recover_corrupted_state
@@ -37,6 +38,9 @@ NOTEBOOKS = [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
 CONNECT_DEMOS = [n for n in NOTEBOOKS if n not in ("05_recover_corrupted_state",
                                                    "07_repartition_state",
                                                    "08_check_query_change", "09_rewrite_state")]
+# make test: the template whole over Connect (each runbook's own calls over Connect are in its test
+# file); make test-extended: every runbook whole.
+CORE_CONNECT_DEMOS = {"00_template"}
 CHECK_TAG = "nbval-check-output"
 
 
@@ -74,7 +78,7 @@ def differences_from_golden(executed_path, name: str) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.notebook
-@pytest.mark.parametrize("name", CONNECT_DEMOS)
+@pytest.mark.parametrize("name", tiers.tiered(CONNECT_DEMOS, CORE_CONNECT_DEMOS))
 def test_every_runbook_demo_over_spark_connect_says_what_classic_says(name, connect_server,
                                                                       run_notebook):
     result = run_notebook(name, spark_master=connect_server.url)
@@ -108,6 +112,7 @@ def test_inspect_over_connect_on_a_checkpoint_it_never_wrote_gives_the_reader_fi
 
 @pytest.mark.slow
 @pytest.mark.notebook
+@tiers.EXTENDED  # make test reads state on the cluster's executors in 03's test below
 def test_recover_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
                                                                         run_notebook):
     """05's demo breaks, diagnoses, rolls back and undoes its checkpoint: the driver moves the

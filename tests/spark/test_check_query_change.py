@@ -8,6 +8,7 @@ import json
 import textwrap
 
 import pytest
+import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
@@ -221,7 +222,8 @@ def test_prediction_agrees_with_the_restart(spark, shape_demo, job_files, shape)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", ["session_window", "pandas_with_state", "transform_with_state"])
+@pytest.mark.parametrize("shape", tiers.tiered(  # make test: one of them
+    ["session_window", "pandas_with_state", "transform_with_state"], {"session_window"}))
 def test_prediction_agrees_with_the_restart_of_more_shapes(spark, shape_demo, job_files, shape):
     _judge(spark, shape_demo, job_files, shape)
 
@@ -395,7 +397,8 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 @pytest.mark.slow
 @pytest.mark.parametrize("encoding,added_field,narrowed", [
     ("avro", None, "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION"),
-    ("unsaferow", VALUE, VALUE)])
+    # make test: Avro's rules, which differ from those of the default encoding (UnsafeRow)
+    tiers.case("unsaferow", VALUE, VALUE, core=False)])
 def test_transform_with_state_in_pandas_follows_its_encodings_evolution_rules(
         spark, tmp_path, encoding, added_field, narrowed):
     from state_runbooks.session.spark_session import session_conf

@@ -21,6 +21,9 @@ middle of the history, a deleted SST file, a deleted newest commit, a deleted ne
 entry): 05 names the damaged file and plans the smallest rollback; applied, and the same query
 restarted on the result, the state equals row for row that of a run that never broke; undo gives
 back the damaged checkpoint byte for byte.
+
+make test runs four of the shapes and the damages made on them; make test-extended runs the others
+(tests/tiers.py).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import tiers
 from checkpoint_trees import age, clean_rows, tree_sha
 
 from state_runbooks.common.errors import RunbookError
@@ -51,7 +55,7 @@ from state_runbooks.runbooks.inspect_state.checklist import WATERMARK_RULES
 from state_runbooks.running.results import Summary
 from state_runbooks.session.spark_session import session_conf
 
-pytestmark = pytest.mark.slow  # about 5 minutes with -n 0 on two cores
+pytestmark = pytest.mark.slow
 
 ROWS_PER_BATCH = 10
 PARTITIONS = 2
@@ -108,6 +112,10 @@ CORPUS = {
                            {**DEFAULT, **_stores("default", operator_id=1)}),
 }
 NAMES = list(CORPUS)
+# make test: the HDFS-backed provider, RocksDB with and without changelogs, a join, checkpoint
+# format v2, and transformWithState's variables and timers in Avro; make test-extended: the rest.
+CORE_NAMES = {"dedup", "session_window", "join_format_v2", "transform_with_state_avro"}
+SHAPES = tiers.tiered(NAMES, CORE_NAMES)
 
 
 @dataclass
@@ -174,7 +182,7 @@ def _unchanged(spark, built: Built) -> None:
 
 
 # -- every runbook on every healthy shape ----------------------------------------------------------
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHAPES)
 def test_03_counts_every_unit_as_spark_reads_it_and_calls_nothing_critical(spark, corpus, name):
     built = corpus(name)
     ckpt = built.checkpoint(spark)
@@ -208,7 +216,7 @@ def test_03_counts_every_unit_as_spark_reads_it_and_calls_nothing_critical(spark
     assert watermark.status != "pass" or by_watermark, watermark
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHAPES)
 def test_02_measures_every_unit(spark, corpus, name):
     built = corpus(name)
     ckpt = built.checkpoint(spark)
@@ -241,7 +249,7 @@ def test_02_measures_every_unit(spark, corpus, name):
             u: u.split("/", 1)[1] for u in named if u != "0/timers"}
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHAPES)
 def test_05_finds_nothing_broken_and_plans_nothing(spark, corpus, name):
     built = corpus(name)
     ckpt = built.checkpoint(spark)
@@ -265,7 +273,7 @@ REPARTITIONED = {"dedup", "join", "join_format_v2", "two_operators"}
 NOT_REWRITTEN = {"dedup_within_watermark", "join_v3", "pandas_with_state", "limit"}
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHAPES)
 def test_07_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpus, name):
     built = corpus(name)
     ckpt = built.checkpoint(spark)
@@ -296,7 +304,7 @@ def test_07_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpu
         assert outcome.refused and "\n" not in outcome.refused
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHAPES)
 def test_09_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpus, name,
                                                                     tmp_path):
     built = corpus(name)
@@ -324,7 +332,7 @@ def test_09_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpu
     _unchanged(spark, built)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHAPES)
 def test_01_names_the_pinned_provider(spark, corpus, name):
     built = corpus(name)
     ckpt = built.checkpoint(spark)
@@ -431,7 +439,9 @@ def rollback_files(root: Path, target: int) -> tuple[set[str], set[str]]:
     return later_logs | later_state, unused
 
 
-@pytest.mark.parametrize("damage", list(DAMAGES))
+# make test: the damages to the core shapes; make test-extended: the others.
+@pytest.mark.parametrize("damage", tiers.tiered(
+    list(DAMAGES), {d for d, (name, *_) in DAMAGES.items() if name in CORE_NAMES}))
 def test_05_repairs_a_damaged_shape_and_the_restart_equals_a_clean_run(spark, corpus, tmp_path,
                                                                        damage):
     name, inject, last_good, smallest = DAMAGES[damage]
@@ -480,7 +490,7 @@ def test_05_repairs_a_damaged_shape_and_the_restart_equals_a_clean_run(spark, co
 
 
 # -- last in the module ----------------------------------------------------------------------------
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", SHAPES)
 def test_zz_no_runbook_wrote_a_byte(spark, corpus, name):
     """After every test above, each corpus checkpoint is as it was written."""
     _unchanged(spark, corpus(name))

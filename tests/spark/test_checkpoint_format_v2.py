@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import tiers
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
@@ -104,7 +105,8 @@ def reference(spark, v2_demo, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fault", ["delete_offsets", "truncate_latest"])
+@pytest.mark.parametrize("fault", tiers.tiered(  # make test: damage to the state's files
+    ["delete_offsets", "truncate_latest"], {"truncate_latest"}))
 def test_05_repairs_a_v2_checkpoint_and_the_restart_equals_a_clean_run(spark, reference,
                                                                        tmp_path, fault):
     run, clean = reference

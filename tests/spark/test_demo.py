@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
@@ -107,7 +108,8 @@ def test_a_demo_folder_goes_when_its_process_exits(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("workload, provider", [("two_operators", "hdfs"), ("join", "rocksdb")])
+@pytest.mark.parametrize("workload, provider", [  # make test: the HDFS-backed provider
+    ("two_operators", "hdfs"), tiers.case("join", "rocksdb", core=False)])
 def test_demo_files_are_the_ones_spark_s_default_writes(spark, tmp_path, monkeypatch, workload,
                                                         provider):
     """Demo queries on a local disk write through Spark's FileSystem-based checkpoint file manager

@@ -18,6 +18,7 @@ keys, so that both sizes take the path a state larger than the bounds takes.
 from __future__ import annotations
 
 import pytest
+import tiers
 
 from state_runbooks.core import growth as state_growth
 from state_runbooks.core.checkpoint import Checkpoint
@@ -97,7 +98,7 @@ STEPS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", tiers.tiered(SHAPES, {"aggregation, RocksDB with changelog"}))
 def test_the_driver_gets_aggregates_not_rows(shape, spark, demo_factory, monkeypatch):
     monkeypatch.setattr(measurement, "MAX_BROADCAST_KEYS", 10)
     workload, provider, batches, sizes = SHAPES[shape]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+import tiers
 from pyspark.sql import functions as F
 
 from state_runbooks.common.errors import RunbookError
@@ -24,7 +25,9 @@ def test_sample_batches(first, last, points, expected):
     assert state_growth.sample_batches(first, last, points) == expected
 
 
-@pytest.mark.parametrize("provider", ["hdfs", "rocksdb", "rocksdb_changelog"])
+# make test: RocksDB (the checkpoint corpus compares every provider's figures with Spark's reader)
+@pytest.mark.parametrize("provider", tiers.tiered(["hdfs", "rocksdb", "rocksdb_changelog"],
+                                                  {"rocksdb"}))
 def test_store_figures_equal_spark(spark, demo_factory, provider):
     run = demo_factory("two_operators", provider)
     ckpt = Checkpoint(spark, run.checkpoint_path)
@@ -389,7 +392,8 @@ def test_checkpoint_without_operator_metadata_says_what_it_does_not_know(spark, 
         "0/default (unknown): an operator the runbooks do not know; no expiry figure."]
 
 
-@pytest.mark.parametrize("workload", ["transform_with_state", "join_v3", "limit"])
+@pytest.mark.parametrize("workload", tiers.tiered(  # make test: the two cheaper ones
+    ["transform_with_state", "join_v3", "limit"], {"join_v3", "limit"}))
 def test_every_shape_over_connect_equals_classic(spark, on_connect, shape_reports, workload):
     _, classic = shape_reports[workload]
     keys = ("rows", "rows_per_partition", "key_bytes", "value_bytes", "skew_ratio", "expiry_rule",

@@ -12,6 +12,7 @@ import json
 
 import papermill
 import pytest
+import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.formatting import format_utc
@@ -118,7 +119,8 @@ def hdfs_diagnosis(spark, hdfs_demo):
 
 
 # -- every category on the constructed keys -------------------------------------------------------
-@pytest.mark.parametrize("demo", ["hdfs", "changelog"])
+@pytest.mark.parametrize("demo", tiers.tiered(  # make test: the demo the other tests share
+    ["hdfs", "changelog"], {"hdfs"}))
 def test_every_key_as_constructed(spark, request, demo):
     diagnosis = (request.getfixturevalue("hdfs_diagnosis") if demo == "hdfs"
                  else diagnose(spark, request.getfixturevalue("changelog_demo")))
@@ -551,6 +553,7 @@ def test_notebook_with_ids_to_verify(spark, changelog_demo, run_notebook, tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.notebook
+@tiers.EXTENDED  # make test: composite keys in test_composite_key, fail_on in test_notebooks.py
 def test_notebook_composite_key_fails_on_warning(composite_demo, run_notebook, tmp_path):
     with pytest.raises(papermill.PapermillExecutionError) as excinfo:
         run_notebook("04_diagnose_join_mismatch", checkpoint_path=composite_demo,

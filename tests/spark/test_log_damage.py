@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tiers
 from checkpoint_trees import clean_rows
 
 from state_runbooks.common.errors import RunbookError, root_cause, spark_error_text
@@ -63,6 +64,16 @@ MATRIX = [
 CASES = ([("hdfs", c, True) for c in MATRIX]
          + [("hdfs", c, False) for c in MATRIX if c["damage"] == "truncated"]
          + [("rocksdb", c, True) for c in MATRIX if c["damage"] in ("truncated", "missing")])
+# make test: each file kind once with each damage among them, a cut-short file without its
+# sidecar, and RocksDB's logs once; make test-extended: the rest of the matrix.
+CORE_CASES = {"hdfs-metadata-truncated", "hdfs-offsets_latest-garbage",
+              "hdfs-commits_latest-missing", "hdfs-offsets_middle-empty",
+              "hdfs-operator_metadata-truncated", "hdfs-state_schema-garbage",
+              "hdfs-state_schema-truncated-no-sidecar", "rocksdb-offsets_latest-missing"}
+
+
+def _case_id(provider: str, case: dict, sidecar: bool) -> str:
+    return f"{provider}-{case['kind']}-{case['damage']}" + ("" if sidecar else "-no-sidecar")
 
 
 @pytest.fixture(scope="module")
@@ -89,9 +100,8 @@ def _restart(spark, run, path: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("provider,case,sidecar", CASES,
-                         ids=[f"{p}-{c['kind']}-{c['damage']}" + ("" if side else "-no-sidecar")
-                              for p, c, side in CASES])
+@pytest.mark.parametrize("provider,case,sidecar", [
+    tiers.case(*c, core=_case_id(*c) in CORE_CASES, id=_case_id(*c)) for c in CASES])
 def test_log_damage_matrix(spark, setups, tmp_path, provider, case, sidecar):
     run, reference, query_id = setups(provider)
     path = str(tmp_path / "checkpoint")
@@ -216,8 +226,9 @@ def file_source(spark, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("entry,damage", [("newest", "truncated"), ("newest", "garbage"),
-                                          ("newest", "missing"), ("oldest", "garbage")])
+@pytest.mark.parametrize("entry,damage", [  # make test: the newest and the oldest entry once each
+    ("newest", "truncated"), tiers.case("newest", "garbage", core=False),
+    tiers.case("newest", "missing", core=False), ("oldest", "garbage")])
 def test_a_damaged_file_source_log_entry(spark, file_source, tmp_path, entry, damage):
     root, reference = file_source
     path = tmp_path / "checkpoint"

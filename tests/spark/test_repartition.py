@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tiers
 from checkpoint_trees import age, tree_sha
 
 from state_runbooks.common.errors import RunbookError
@@ -63,7 +64,8 @@ def key_value_rows(spark, path: str) -> dict:
 
 # -- apply, verify, continue, undo: every provider Spark supports, dedup, aggregation, join ---------
 # The aggregation (8 -> 16, RocksDB) is the notebook's case below; HDFS is refused further down.
-CASES = [("dedup", "rocksdb_changelog"), ("join", "rocksdb")]
+# make test: the deduplication; make test-extended: the join's four stores too
+CASES = [("dedup", "rocksdb_changelog"), tiers.case("join", "rocksdb", core=False)]
 
 
 @pytest.mark.parametrize("workload,provider", CASES)

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tiers
 from checkpoint_trees import age, tree_sha
 
 from state_runbooks.common.errors import RunbookError
@@ -213,7 +214,8 @@ def test_a_failed_verification_is_undone_on_its_own_byte_for_byte(spark, tmp_pat
 
 # -- the other operators ------------------------------------------------------------------------------
 @pytest.mark.slow
-@pytest.mark.parametrize("workload", ["join", "session_window"])
+# make test: session windows (a join's four stores are rewritten in the test above)
+@pytest.mark.parametrize("workload", tiers.tiered(["join", "session_window"], {"session_window"}))
 def test_an_hdfs_operator_moves_to_rocksdb_and_continues_as_before(spark, shape_demo, tmp_path,
                                                                    workload):
     run = shape_demo(workload)
@@ -347,9 +349,9 @@ def test_spark_connect_is_told_in_one_line(spark, connect_spark, on_connect):
 
 
 @pytest.mark.slow
-def test_09_moves_and_drops_on_checkpoints_it_never_saw(spark, run_notebook, tmp_path):
-    """The issue's "done when", through the notebook: an HDFS-backed aggregation on a composite
-    key moved to RocksDB at a new location, and a deduplication's chosen keys dropped in place."""
+def test_09_moves_an_aggregation_it_never_saw_to_rocksdb(spark, run_notebook, tmp_path):
+    """Through the notebook's parameters: an HDFS-backed aggregation on a composite key moved to
+    RocksDB at a new location, and continued there as the never-moved run continues."""
     from pyspark.sql import functions as F
 
     from state_runbooks.demos.checkpoints import DEMO_START_MS
@@ -372,6 +374,15 @@ def test_09_moves_and_drops_on_checkpoints_it_never_saw(spark, run_notebook, tmp
     assert there.output == here.output and there.output
     assert key_value_rows(spark, output) == key_value_rows(spark, reference)
 
+
+@pytest.mark.slow
+@tiers.EXTENDED  # make test: dropping keys in place in the tests above, and in 09's demo
+def test_09_drops_chosen_keys_of_a_deduplication_it_never_saw(spark, run_notebook, tmp_path):
+    """Through the notebook's parameters: a deduplication's chosen keys dropped in place, which
+    then come through again; undone byte for byte."""
+    from pyspark.sql import functions as F
+
+    from state_runbooks.demos.checkpoints import DEMO_START_MS
     dedup = str(tmp_path / "events")
     events = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 20)
               .option("startTimestamp", DEMO_START_MS).load()

@@ -15,6 +15,7 @@ from functools import reduce
 
 import papermill
 import pytest
+import tiers
 from pyspark.sql import functions as F
 
 from state_runbooks.common.errors import RunbookError
@@ -243,9 +244,9 @@ def test_measured_rows_and_bytes_equal_the_state(spark, demo_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("workload,rows", [
+@pytest.mark.parametrize("workload,rows", [  # make bench: every workload up to 1,000,000 rows
     ("dedup", 10_000), ("window_agg_many_users", 10_000), ("join", 10_000),
-    ("dedup", 100_000), ("join", 100_000)])  # make bench: every workload up to 1,000,000 rows
+    tiers.case("dedup", 100_000, core=False), tiers.case("join", 100_000, core=False)])
 def test_accuracy_target_against_memory_used_bytes(spark, demo_factory, workload, rows):
     run = _demo(demo_factory, workload, rows)
     comparison = sizing.compare(spark, run, _measure(spark, run))

@@ -16,15 +16,16 @@ java-check:
 	@$(PYTHON) lib/state_runbooks/common/environment.py
 
 # Reinstalled when the dependencies, their pins or the kernel configuration change; otherwise
-# setup is a no-op. The installed modules are compiled to bytecode once, here, on both cores:
-# every kernel, worker and helper process then reads it, even where PYTHONDONTWRITEBYTECODE stops
-# Python from writing its own (importing pyspark and pandas: 1.2 s instead of 4 s, in each of the
-# 200 or so Python processes a test run starts: kernels, Spark's Python workers, helpers).
+# setup is a no-op. The installed modules (not their own tests) are compiled to bytecode once, here,
+# on both cores: every kernel, worker and helper process then reads it, even where
+# PYTHONDONTWRITEBYTECODE stops Python from writing its own (importing pyspark and pandas: 1.2 s
+# instead of 4 s, in each of the 200 or so Python processes a test run starts: kernels, Spark's
+# Python workers, helpers).
 $(STAMP): pyproject.toml constraints.txt lib/state_runbooks/resources/ipython_kernel_config.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e ".[dev]"
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null
+	$(BIN)/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib > /dev/null
 	$(BIN)/state-runbooks install-kernel-config
 	@touch $(STAMP)
 

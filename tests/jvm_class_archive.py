@@ -4,9 +4,10 @@ Every notebook kernel, helper process and server of a run starts its own Spark J
 seconds loading the same Spark classes from the jars. A JVM started with ``-XX:SharedArchiveFile``
 maps them from an archive instead: Spark's start and first streaming query took 4-6 s less per
 JVM on 2 cores (a session start 5.4-7.6 s -> 3.6 s). The archive is written once per virtual
-environment, Java and pyspark (about 20 s, by a short demo run that loads what the tests use) and
-kept in the environment. It changes how the JVM loads classes, never what Spark does; a JVM that
-cannot use it (another Java, another classpath) runs without it, silently.
+environment, Java and pyspark (by a short demo run that loads what the tests use) and kept in the
+environment. A run that finds none records it while its tests start: the JVMs started before it is
+written run without it. It changes how the JVM loads classes, never what Spark does; a JVM that
+cannot use it (not written yet, another Java, another classpath) runs without it, silently.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,13 +41,27 @@ print(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 """
 
 
+_recording: threading.Thread | None = None
+
+
 def archive_option() -> str:
-    """JVM options that use the archive, recording it first if this environment has none; ""
-    when it cannot be recorded (the run then goes on as before)."""
+    """JVM options that use the archive; where this environment has none yet, it starts being
+    recorded in the background (``wait_for_recording`` at the end of the run)."""
+    global _recording
     archive = _archive_path()
-    if not archive.exists():
-        _record(archive)
-    return f"-XX:SharedArchiveFile={archive} {QUIET}" if archive.exists() else ""
+    if not archive.exists() and _recording is None:
+        env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={_partial(archive)} "
+                                                  f"{QUIET}"}
+        _recording = threading.Thread(target=_record, args=(archive, env), daemon=True,
+                                      name="record-jvm-class-archive")
+        _recording.start()
+    return f"-XX:SharedArchiveFile={archive} {QUIET}"
+
+
+def wait_for_recording() -> None:
+    """Let a recording still under way finish, so that its JVM leaves a whole archive or none."""
+    if _recording is not None:
+        _recording.join(timeout=180)
 
 
 def _archive_path() -> Path:
@@ -57,10 +73,13 @@ def _archive_path() -> Path:
     return Path(sys.prefix) / "share" / "state-runbooks" / f"spark-{pyspark.__version__}-{key}.jsa"
 
 
-def _record(archive: Path) -> None:
+def _partial(archive: Path) -> Path:
+    return archive.with_suffix(f".{os.getpid()}.partial")
+
+
+def _record(archive: Path, env: dict) -> None:
     archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = archive.with_suffix(f".{os.getpid()}.partial")
-    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
+    partial = _partial(archive)
     done = subprocess.run([sys.executable, "-c", _RECORDING], capture_output=True, text=True,
                           env=env, timeout=600)
     if done.returncode != 0:
@@ -71,7 +90,7 @@ def _record(archive: Path) -> None:
     while _alive(jvm) and time.monotonic() < deadline:
         time.sleep(0.2)
     if partial.exists() and not _alive(jvm):
-        partial.replace(archive)
+        partial.replace(archive)  # atomic: a JVM starting meanwhile maps all of it or nothing
     partial.unlink(missing_ok=True)
 
 

@@ -15,6 +15,7 @@ import sys
 import nbformat
 import papermill
 import pytest
+import tiers
 import yaml
 
 from state_runbooks.core.checkpoint import Checkpoint
@@ -153,9 +154,10 @@ def test_fail_on_warning_fails_a_scheduled_run(spark, run_notebook, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.notebook
-@pytest.mark.parametrize("suffix,message", [("missing", "checkpoint path does not exist"),
-                                            ("state", "pass the checkpoint root instead"),
-                                            (None, "builds no demo: set -p checkpoint_path")])
+@pytest.mark.parametrize("suffix,message", [  # make test: a path that is not there, and none
+    ("missing", "checkpoint path does not exist"),
+    tiers.case("state", "pass the checkpoint root instead", core=False),
+    (None, "builds no demo: set -p checkpoint_path")])
 def test_bad_checkpoint_path_fails_with_one_line_and_an_error_summary(
         demo_factory, run_notebook, tmp_path, monkeypatch, suffix, message):
     root = demo_factory("dedup").checkpoint_path

@@ -193,6 +193,7 @@ def test_recover_over_connect_diagnoses_and_plans_as_classic_and_changes_nothing
 
 @pytest.mark.slow
 @pytest.mark.notebook
+@tiers.EXTENDED  # make test: 05 over Connect on a broken checkpoint, and its refusal (above)
 def test_recover_demo_over_connect_says_why_its_checkpoint_stays_intact(connect_server,
                                                                          run_notebook):
     result = run_notebook("05_recover_corrupted_state", spark_master=connect_server.url)

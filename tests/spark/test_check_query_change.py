@@ -395,10 +395,10 @@ ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvi
 
 
 @pytest.mark.slow
+@tiers.EXTENDED  # make test: Spark's check agrees with the restart on the shapes above
 @pytest.mark.parametrize("encoding,added_field,narrowed", [
     ("avro", None, "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION"),
-    # make test: Avro's rules, which differ from those of the default encoding (UnsafeRow)
-    tiers.case("unsaferow", VALUE, VALUE, core=False)])
+    ("unsaferow", VALUE, VALUE)])
 def test_transform_with_state_in_pandas_follows_its_encodings_evolution_rules(
         spark, tmp_path, encoding, added_field, narrowed):
     from state_runbooks.session.spark_session import session_conf

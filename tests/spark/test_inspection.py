@@ -392,8 +392,8 @@ def test_checkpoint_without_operator_metadata_says_what_it_does_not_know(spark, 
         "0/default (unknown): an operator the runbooks do not know; no expiry figure."]
 
 
-@pytest.mark.parametrize("workload", tiers.tiered(  # make test: the two cheaper ones
-    ["transform_with_state", "join_v3", "limit"], {"join_v3", "limit"}))
+@pytest.mark.parametrize("workload", tiers.tiered(  # make test: one, and 03 whole over Connect
+    ["transform_with_state", "join_v3", "limit"], {"limit"}))  # in test_notebooks_on_servers.py
 def test_every_shape_over_connect_equals_classic(spark, on_connect, shape_reports, workload):
     _, classic = shape_reports[workload]
     keys = ("rows", "rows_per_partition", "key_bytes", "value_bytes", "skew_ratio", "expiry_rule",

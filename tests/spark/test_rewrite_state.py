@@ -270,6 +270,7 @@ def test_transform_with_state_drops_every_variable_and_timer_of_a_key(spark, sha
 
 
 @pytest.mark.slow
+@tiers.EXTENDED  # make test: transformWithState's variables and timers, in the test above
 def test_transform_with_state_in_pandas_is_rewritten_at_a_new_location(spark, shape_demo,
                                                                        tmp_path):
     """transformWithStateInPandas, a key dropped at a new location: exactly its rows gone there,

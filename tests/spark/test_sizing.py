@@ -522,6 +522,7 @@ def test_notebook_rejects_bad_napkin_inputs_before_starting_spark(run_notebook):
     assert "\n" not in excinfo.value.evalue
 
 
+@tiers.EXTENDED  # make test: the checkpoint corpus's 02 test names each variable
 def test_each_state_variable_is_its_own_entry_in_the_summary(spark, shape_demo):
     """transformWithState keeps its variables in one store: the summary names each variable."""
     from state_runbooks.runbooks.estimate_state_size.report import measured_summary

@@ -4,10 +4,9 @@ Every notebook kernel, helper process and server of a run starts its own Spark J
 seconds loading the same Spark classes from the jars. A JVM started with ``-XX:SharedArchiveFile``
 maps them from an archive instead: Spark's start and first streaming query took 4-6 s less per
 JVM on 2 cores (a session start 5.4-7.6 s -> 3.6 s). The archive is written once per virtual
-environment, Java and pyspark (by a short demo run that loads what the tests use) and kept in the
-environment. A run that finds none records it while its tests start: the JVMs started before it is
-written run without it. It changes how the JVM loads classes, never what Spark does; a JVM that
-cannot use it (not written yet, another Java, another classpath) runs without it, silently.
+environment, Java and pyspark (about 20 s, by a short demo run that loads what the tests use) and
+kept in the environment. It changes how the JVM loads classes, never what Spark does; a JVM that
+cannot use it (another Java, another classpath) runs without it, silently.
 """
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -41,27 +39,13 @@ print(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 """
 
 
-_recording: threading.Thread | None = None
-
-
 def archive_option() -> str:
-    """JVM options that use the archive; where this environment has none yet, it starts being
-    recorded in the background (``wait_for_recording`` at the end of the run)."""
-    global _recording
+    """JVM options that use the archive, recording it first if this environment has none; ""
+    when it cannot be recorded (the run then goes on as before)."""
     archive = _archive_path()
-    if not archive.exists() and _recording is None:
-        env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={_partial(archive)} "
-                                                  f"{QUIET}"}
-        _recording = threading.Thread(target=_record, args=(archive, env), daemon=True,
-                                      name="record-jvm-class-archive")
-        _recording.start()
-    return f"-XX:SharedArchiveFile={archive} {QUIET}"
-
-
-def wait_for_recording() -> None:
-    """Let a recording still under way finish, so that its JVM leaves a whole archive or none."""
-    if _recording is not None:
-        _recording.join(timeout=180)
+    if not archive.exists():
+        _record(archive)
+    return f"-XX:SharedArchiveFile={archive} {QUIET}" if archive.exists() else ""
 
 
 def _archive_path() -> Path:
@@ -73,13 +57,10 @@ def _archive_path() -> Path:
     return Path(sys.prefix) / "share" / "state-runbooks" / f"spark-{pyspark.__version__}-{key}.jsa"
 
 
-def _partial(archive: Path) -> Path:
-    return archive.with_suffix(f".{os.getpid()}.partial")
-
-
-def _record(archive: Path, env: dict) -> None:
+def _record(archive: Path) -> None:
     archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = _partial(archive)
+    partial = archive.with_suffix(f".{os.getpid()}.partial")
+    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
     done = subprocess.run([sys.executable, "-c", _RECORDING], capture_output=True, text=True,
                           env=env, timeout=600)
     if done.returncode != 0:
@@ -90,7 +71,7 @@ def _record(archive: Path, env: dict) -> None:
     while _alive(jvm) and time.monotonic() < deadline:
         time.sleep(0.2)
     if partial.exists() and not _alive(jvm):
-        partial.replace(archive)  # atomic: a JVM starting meanwhile maps all of it or nothing
+        partial.replace(archive)
     partial.unlink(missing_ok=True)
 
 

@@ -59,13 +59,13 @@ def _full_jit():
 # would otherwise start the files with the most tests first, whatever their length.)
 LONGEST_FIRST = [
     "tests/spark/test_join_diagnosis.py", "tests/spark/test_recovery.py",
-    "tests/spark/test_sizing.py", "tests/spark/test_rewrite_state.py",
-    "tests/notebooks/test_notebooks_on_servers.py", "tests/spark/test_inspection.py",
-    "tests/notebooks/test_notebooks.py", "tests/spark/test_checkpoint_corpus.py",
-    "tests/spark/test_enable_rocksdb.py", "notebooks/02_estimate_state_size.ipynb",
-    "notebooks/03_inspect_state.ipynb", "tests/spark/test_check_query_change.py",
-    "tests/spark/test_monitoring.py", "tests/spark/test_installed_package.py",
-    "tests/spark/test_repartition.py", "notebooks/06_monitor_state.ipynb",
+    "tests/spark/test_sizing.py", "tests/notebooks/test_notebooks_on_servers.py",
+    "tests/spark/test_rewrite_state.py", "tests/spark/test_inspection.py",
+    "tests/spark/test_checkpoint_corpus.py", "tests/notebooks/test_notebooks.py",
+    "notebooks/02_estimate_state_size.ipynb", "notebooks/03_inspect_state.ipynb",
+    "tests/spark/test_check_query_change.py", "tests/spark/test_monitoring.py",
+    "tests/spark/test_installed_package.py", "notebooks/06_monitor_state.ipynb",
+    "tests/spark/test_repartition.py", "tests/spark/test_enable_rocksdb.py",
     "notebooks/09_rewrite_state.ipynb",
 ]
 
@@ -143,7 +143,6 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if not hasattr(config, "workerinput"):
         shared_per_run.stop_all()
-        jvm_class_archive.wait_for_recording()
 
 
 @pytest.fixture(scope="session")

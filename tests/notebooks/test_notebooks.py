@@ -117,7 +117,7 @@ def test_a_schedule_not_yet_set_refuses_in_one_line(schedule, tmp_path, capsys):
 @pytest.mark.notebook
 def test_inspect_on_a_given_checkpoint_with_schedule_parameters(spark, demo_factory, run_notebook,
                                                                 tmp_path):
-    checkpoint = demo_factory("join", "rocksdb_changelog").checkpoint_path
+    checkpoint = demo_factory("two_operators", "rocksdb_changelog").checkpoint_path
     schedule = yaml.safe_load((REPO / "runbooks/schedules/inspect_state.yaml").read_text())
     schedule.update(checkpoint_path=checkpoint, summary_path=str(tmp_path / "summary.json"),
                     fail_on="warning")

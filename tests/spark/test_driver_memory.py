@@ -98,7 +98,8 @@ STEPS = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("shape", tiers.tiered(SHAPES, {"aggregation, RocksDB with changelog"}))
+@tiers.EXTENDED  # each shape written twice, at 20 times the keys: the longest check of one property
+@pytest.mark.parametrize("shape", SHAPES)
 def test_the_driver_gets_aggregates_not_rows(shape, spark, demo_factory, monkeypatch):
     monkeypatch.setattr(measurement, "MAX_BROADCAST_KEYS", 10)
     workload, provider, batches, sizes = SHAPES[shape]

@@ -7,6 +7,7 @@ import json
 import nbformat
 import papermill
 import pytest
+import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.runtime import (
@@ -336,6 +337,7 @@ def test_notebook_on_an_hdfs_checkpoint_warns_and_fails_on_warning(spark, demo_f
 
 @pytest.mark.slow
 @pytest.mark.notebook
+@tiers.EXTENDED  # make test: the options in the library's tests, the notebook on its demo (nbval)
 def test_notebook_on_a_rocksdb_checkpoint_with_options(spark, demo_factory, run_notebook):
     checkpoint = demo_factory("two_operators", "rocksdb").checkpoint_path
     result = run_notebook("01_enable_rocksdb", checkpoint_path=checkpoint,

@@ -405,6 +405,7 @@ def test_every_shape_over_connect_equals_classic(spark, on_connect, shape_report
         {label: [getattr(r, k) for k in keys] for label, r in classic.items()}
 
 
+@tiers.EXTENDED  # make test: 03's demo prints these lines, compared by nbval
 def test_python_stateful_apis_and_where_their_expiry_lives(spark):
     """PySpark has no mapGroupsWithState; its counterparts keep expiry in their own columns, none
     called expirationMs, and Spark's memory report is not the sum of the rows' bytes."""

@@ -94,6 +94,7 @@ def hdfs_aggregation(spark, tmp_path_factory):
     return run
 
 
+@tiers.EXTENDED  # make test: the same move through the notebook (test_09_moves_an_aggregation...)
 def test_an_hdfs_aggregation_moves_to_rocksdb_at_a_new_location_and_continues_as_before(
         spark, hdfs_aggregation, tmp_path):
     path = stopped_copy(hdfs_aggregation.checkpoint_path, tmp_path / "ckpt")

@@ -2,9 +2,10 @@
 
 ``make test`` runs every behaviour at least once: each runbook on classic Spark and over Spark
 Connect, 03 on a standalone cluster, every notebook under nbval, each kind of damage, each provider
-and checkpoint format (22 minutes on two cores; the aim is 20). ``make test-extended`` (CI runs both) runs the rest of each
-matrix: the same checks on more shapes, providers, faults and damages. A matrix names its core
-cases where it is written, so that a reader sees which cases run every time and why.
+and checkpoint format; its aim is 20 minutes on two cores (the README gives the time measured).
+``make test-extended`` (CI runs both) runs the rest of each matrix: the same checks on more shapes,
+providers, faults and damages. A matrix names its core cases where it is written, so that a reader
+sees which cases run every time and why.
 """
 from __future__ import annotations
 

@@ -18,15 +18,15 @@ from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.running.notebooks import execute, resolve_notebook
 from state_runbooks.session.spark_session import get_spark, progress_dict
 
-# The JVMs a run starts for seconds at a time (the notebooks' kernels, the helper processes, the
-# standalone cluster's executors) run Spark on small data: the quick JIT alone and the serial
-# collector spend less of two cores on themselves (a papermill run of 03's demo: 20-21 s instead
-# of 25 s; 03's demo on the cluster: 49-55 s instead of 59-66 s). The JVMs that live as long as the
-# run (each worker's own session, the Connect server) get the full JIT, which pays for itself
-# within minutes (two minutes of the library's reads, builds and restarts: 112-114 s instead of
-# 124-152 s). Every JVM maps Spark's classes from one archive (jvm_class_archive.py). None of this
-# changes anything Spark decides. Set by the run's first process (its workers inherit them),
-# unless the run was given its own.
+# Every JVM a run starts runs Spark on small data, two test workers to two cores: the quick JIT
+# alone and the serial collector spend less of the cores on themselves (a papermill run of 03's
+# demo: 20-21 s instead of 25 s; 03's demo on the cluster: 49-55 s instead of 59-66 s). That holds
+# for the JVMs that live as long as the run too (each worker's own session, the Connect server):
+# alone, the full JIT's optimizing compiler paid for itself within two minutes, but beside the
+# other worker it takes its share of the same two cores (04's and 02's test files on two workers:
+# 269 and 276 s with the quick JIT, 343 and 389 s with the full one). Every JVM maps Spark's classes
+# from one archive (jvm_class_archive.py). None of this changes anything Spark decides. Set by the
+# run's first process (its workers inherit them), unless the run was given its own.
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
 SERIAL_GC = "-XX:+UseSerialGC"
 UNIT_TIER = os.path.join("tests", "unit")
@@ -36,22 +36,8 @@ def _jvm_options(args: list[str]) -> str:
     """The quick JIT, and the class archive unless only the unit tier runs (it starts no JVM)."""
     only_units = args and all(os.path.relpath(a.split("::")[0]).startswith(UNIT_TIER)
                               for a in args)
-    archive = "" if only_units else jvm_class_archive.archive_option()
+    archive = "" if only_units else jvm_class_archive.archive_option(f"{QUICK_JIT} {SERIAL_GC}")
     return f"{QUICK_JIT} {SERIAL_GC} {archive}".strip()
-
-
-@contextlib.contextmanager
-def _full_jit():
-    """Start a JVM that lives as long as the run with the full JIT (the run's options without the
-    quick JIT's; a run given its own options keeps them)."""
-    options = os.environ.get("SPARK_SUBMIT_OPTS")
-    if options is not None:
-        os.environ["SPARK_SUBMIT_OPTS"] = " ".join(options.replace(QUICK_JIT, "").split())
-    try:
-        yield
-    finally:
-        if options is not None:
-            os.environ["SPARK_SUBMIT_OPTS"] = options
 
 
 # The files that take longest in make test, longest first (as measured on 2 cores): they start
@@ -82,8 +68,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def spark():
-    with _full_jit():
-        return get_spark()
+    return get_spark()
 
 
 @pytest.fixture(scope="session")
@@ -151,8 +136,7 @@ def connect_server(tmp_path_factory):
     from state_runbooks.session.local_servers import start_connect_server
 
     def start():
-        with _full_jit():
-            server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
+        server = start_connect_server(str(tmp_path_factory.mktemp("servers") / "connect.log"))
         return shared_per_run.Running(server.url, [server.process.pid])
     return shared_per_run.shared_server("connect", start)
 

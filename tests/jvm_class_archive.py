@@ -4,9 +4,10 @@ Every notebook kernel, helper process and server of a run starts its own Spark J
 seconds loading the same Spark classes from the jars. A JVM started with ``-XX:SharedArchiveFile``
 maps them from an archive instead: Spark's start and first streaming query took 4-6 s less per
 JVM on 2 cores (a session start 5.4-7.6 s -> 3.6 s). The archive is written once per virtual
-environment, Java and pyspark (about 20 s, by a short demo run that loads what the tests use) and
-kept in the environment. It changes how the JVM loads classes, never what Spark does; a JVM that
-cannot use it (another Java, another classpath) runs without it, silently.
+environment, Java and pyspark, and kept in the environment: a short demo run that loads what the
+tests use records it in about a minute (with the run's own JVM options, the quick JIT's: 65 s
+instead of 72 s). It changes how the JVM loads classes, never what Spark does; a JVM that cannot
+use it (another Java, another classpath) runs without it, silently.
 """
 from __future__ import annotations
 
@@ -39,12 +40,13 @@ print(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 """
 
 
-def archive_option() -> str:
-    """JVM options that use the archive, recording it first if this environment has none; ""
-    when it cannot be recorded (the run then goes on as before)."""
+def archive_option(run_options: str = "") -> str:
+    """JVM options that use the archive, recording it first if this environment has none (with
+    ``run_options``, the run's own JVM options); "" when it cannot be recorded (the run then goes
+    on as before)."""
     archive = _archive_path()
     if not archive.exists():
-        _record(archive)
+        _record(archive, run_options)
     return f"-XX:SharedArchiveFile={archive} {QUIET}" if archive.exists() else ""
 
 
@@ -57,10 +59,11 @@ def _archive_path() -> Path:
     return Path(sys.prefix) / "share" / "state-runbooks" / f"spark-{pyspark.__version__}-{key}.jsa"
 
 
-def _record(archive: Path) -> None:
+def _record(archive: Path, run_options: str) -> None:
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_suffix(f".{os.getpid()}.partial")
-    env = {**os.environ, "SPARK_SUBMIT_OPTS": f"-XX:ArchiveClassesAtExit={partial} {QUIET}"}
+    env = {**os.environ,
+           "SPARK_SUBMIT_OPTS": f"{run_options} -XX:ArchiveClassesAtExit={partial} {QUIET}"}
     done = subprocess.run([sys.executable, "-c", _RECORDING], capture_output=True, text=True,
                           env=env, timeout=600)
     if done.returncode != 0:

@@ -37,8 +37,9 @@ def _jvm_options(args: list[str]) -> str:
     """The quick JIT, and the class archive unless only the unit tier runs (it starts no JVM)."""
     only_units = args and all(os.path.relpath(a.split("::")[0]).startswith(UNIT_TIER)
                               for a in args)
-    archive = "" if only_units else jvm_class_archive.archive_option(f"{QUICK_JIT} {SERIAL_GC}")
-    return f"{QUICK_JIT} {SERIAL_GC} {archive}".strip()
+    options = f"{QUICK_JIT} {SERIAL_GC}"
+    archive = "" if only_units else jvm_class_archive.archive_option(options)
+    return f"{options} {archive}".strip()
 
 
 # The files that take longest in make test, longest first (as measured on 2 cores): they start

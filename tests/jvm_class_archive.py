@@ -40,7 +40,7 @@ print(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 """
 
 
-def archive_option(run_options: str = "") -> str:
+def archive_option(run_options: str) -> str:
     """JVM options that use the archive, recording it first if this environment has none (with
     ``run_options``, the run's own JVM options); "" when it cannot be recorded (the run then goes
     on as before)."""

@@ -121,10 +121,11 @@ def pytest_configure(config):
         shared_per_run.open_run_folder()
         if "SPARK_SUBMIT_OPTS" not in os.environ:
             os.environ["SPARK_SUBMIT_OPTS"] = _jvm_options(config.args)
+        options = os.environ["SPARK_SUBMIT_OPTS"]
         if "PYSPARK_SUBMIT_ARGS" not in os.environ:  # the cluster's executors: the same options
-            options = os.environ["SPARK_SUBMIT_OPTS"]
             os.environ["PYSPARK_SUBMIT_ARGS"] = (
                 f'--conf "spark.executor.extraJavaOptions={options}" pyspark-shell')
+        os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", options)  # its master and worker
 
 
 def pytest_unconfigure(config):

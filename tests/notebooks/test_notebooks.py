@@ -113,30 +113,11 @@ def test_a_schedule_not_yet_set_refuses_in_one_line(schedule, tmp_path, capsys):
 
 
 # -- papermill runs with parameters (fixture run_notebook in conftest.py) -------------------------
+# A schedule file's parameters on a given checkpoint: 03 on the standalone cluster
+# (tests/notebooks/test_notebooks_on_servers.py), as a platform team schedules it.
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_inspect_on_a_given_checkpoint_with_schedule_parameters(spark, demo_factory, run_notebook,
-                                                                tmp_path):
-    checkpoint = demo_factory("two_operators", "rocksdb_changelog").checkpoint_path
-    schedule = yaml.safe_load((REPO / "runbooks/schedules/inspect_state.yaml").read_text())
-    schedule.update(checkpoint_path=checkpoint, summary_path=str(tmp_path / "summary.json"),
-                    fail_on="warning")
-    result = run_notebook("03_inspect_state", **schedule)
-
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary == result.records["summary"]
-    assert summary["runbook"] == "inspect_state" and summary["status"] == "ok"
-    assert summary["checkpoint_path"] == Checkpoint(spark, checkpoint).root
-    expected = inspect_state.inspect_stores(Checkpoint(spark, checkpoint))
-    assert summary["batch_id"] == 3
-    assert summary["total_rows"] == sum(r.rows for r in expected)
-    assert [s["store_name"] for s in summary["stores"]] == [r.store_name for r in expected]
-    assert [s["rows_per_partition"] for s in summary["stores"]] == [
-        r.rows_per_partition for r in expected]
-
-
-@pytest.mark.slow
-@pytest.mark.notebook
+@tiers.EXTENDED  # make test: 01's notebook fails on warning; 03's findings in its library tests
 def test_fail_on_warning_fails_a_scheduled_run(spark, run_notebook, tmp_path):
     path = str(tmp_path / "no-watermark")
     df = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 8).load()

@@ -20,6 +20,7 @@ import nbformat
 import papermill
 import pytest
 import tiers
+import yaml
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import recover_corrupted_state
@@ -124,20 +125,30 @@ def test_recover_demo_on_a_standalone_cluster_says_what_local_mode_says(standalo
 
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_inspect_on_a_standalone_cluster_gives_the_local_figures(spark, demo_factory,
-                                                                 standalone_cluster, run_notebook):
-    """03 on a checkpoint it did not write, its state read by the cluster's executors: every
-    store's figures and the checklist (growth included) are those a local session computes."""
+def test_inspect_scheduled_on_a_standalone_cluster_gives_the_local_figures(
+        spark, demo_factory, standalone_cluster, run_notebook, tmp_path):
+    """03 as a platform team schedules it (the schedule file's parameters, fail_on warning, a
+    summary path) on a checkpoint it did not write, its state read by the cluster's executors:
+    every store's figures and the checklist (growth included) are those a local session
+    computes."""
     from state_runbooks.core import growth as state_growth
     from state_runbooks.runbooks import inspect_state
-    checkpoint = demo_factory("two_operators", "rocksdb").checkpoint_path
-    summary = run_notebook("03_inspect_state", checkpoint_path=checkpoint,
-                           spark_master=standalone_cluster.url).summary
+    checkpoint = demo_factory("two_operators", "rocksdb_changelog").checkpoint_path
+    schedule = yaml.safe_load((REPO / "runbooks/schedules/inspect_state.yaml").read_text())
+    schedule.update(checkpoint_path=checkpoint, summary_path=str(tmp_path / "summary.json"),
+                    spark_master=standalone_cluster.url)
+    result = run_notebook("03_inspect_state", **schedule)
+
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary == result.records["summary"]
+    assert summary["runbook"] == "inspect_state" and summary["status"] == "ok"
     ckpt = Checkpoint(spark, checkpoint)
+    assert summary["checkpoint_path"] == ckpt.root and summary["batch_id"] == 3
     local = inspect_state.inspect_stores(ckpt)
+    assert summary["total_rows"] == sum(r.rows for r in local)
     assert summary["stores"] == json.loads(json.dumps([r.summary() for r in local]))
     checklist = inspect_state.production_checklist(
-        ckpt, local, state_growth.growth(ckpt, -1, "", 12, local))
+        ckpt, local, state_growth.growth(ckpt, -1, "", schedule["growth_points"], local))
     assert [(i["item"], i["status"]) for i in summary["checklist"]] == [
         (i.item, i.status) for i in checklist]
 
@@ -169,24 +180,22 @@ def test_recover_over_connect_diagnoses_and_plans_as_classic_and_changes_nothing
     recover_corrupted_state.summarize(summary, diag,
                                       recover_corrupted_state.plan_rollback(ckpt, diag), None)
     classic = summary.to_dict()
-    connect = run_notebook("05_recover_corrupted_state", checkpoint_path=broken,
-                           spark_master=connect_server.url,
-                           summary_path=str(tmp_path / "connect.json")).summary
-    assert connect["status"] == classic["status"] == "critical"
-    assert connect["last_good_batch_id"] == classic["last_good_batch_id"]
-    assert broken_file in [b["path"] for b in connect["broken"]]
-    assert connect["plan"] == classic["plan"] and connect["plan"]["moves"]
 
     # Applying needs file moves, which Spark Connect cannot make outside Databricks: one line,
-    # and the run fails (a scheduler must not read a refused change as done).
+    # and the run fails (a scheduler must not read a refused change as done). Its diagnosis and
+    # plan are the classic ones.
     with pytest.raises(papermill.PapermillExecutionError) as failed:
         run_notebook("05_recover_corrupted_state", checkpoint_path=broken,
                      spark_master=connect_server.url, mode="rollback", dry_run=False,
                      force=True, summary_path=str(tmp_path / "apply.json"))
     assert failed.value.ename == "RunbookFailed" and "did not happen" in failed.value.evalue
-    refused = json.loads((tmp_path / "apply.json").read_text())
-    assert not refused["applied"] and refused["change_failed"].startswith("rollback refused")
-    messages = [f["message"] for f in refused["findings"] if f["code"] == "rollback_refused"]
+    connect = json.loads((tmp_path / "apply.json").read_text())
+    assert connect["status"] == classic["status"] == "critical"
+    assert connect["last_good_batch_id"] == classic["last_good_batch_id"]
+    assert broken_file in [b["path"] for b in connect["broken"]]
+    assert connect["plan"] == classic["plan"] and connect["plan"]["moves"]
+    assert not connect["applied"] and connect["change_failed"].startswith("rollback refused")
+    messages = [f["message"] for f in connect["findings"] if f["code"] == "rollback_refused"]
     assert len(messages) == 1 and "classic session" in messages[0] and "\n" not in messages[0]
     assert _tree_sha(broken) == before
 

@@ -11,6 +11,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import StateUnit
 from state_runbooks.core.state_reader import read_state
 from state_runbooks.runbooks import inspect_state
+from state_runbooks.running.results import Summary
 
 
 @pytest.mark.parametrize("rows,ratio", [([0, 0, 4, 0], 4.0), ([2, 2], 1.0), ([3, 1], 1.5),
@@ -101,6 +102,12 @@ def test_checklist_on_a_query_without_watermark(spark, tmp_path):
     assert items["Watermark"].status == "warn"
     assert items["State growth"].status == "warn"
     assert "8 -> 24 rows" in items["State growth"].evidence
+    # A scheduled run's summary: a finding per warned item, named by its code (fail_on warning
+    # then fails the run: the notebook tests, on 01).
+    summary = Summary("inspect_state", ckpt.root, spark.version)
+    inspect_state.summarize(summary, reports, list(items.values()))
+    assert summary.to_dict()["status"] == "warning"
+    assert {f["code"] for f in summary.to_dict()["findings"]} == {"no_watermark", "state_growth"}
 
 
 def test_checklist_flags_skew_over_the_threshold(spark, demo_factory):

@@ -530,11 +530,11 @@ def test_bad_ids_to_verify(hdfs_diagnosis):
 # -- the notebook, headless with parameters (nbval runs it on its demo) ---------------------------
 @pytest.mark.slow
 @pytest.mark.notebook
-def test_notebook_with_ids_to_verify(spark, changelog_demo, run_notebook, tmp_path):
+def test_notebook_with_ids_to_verify(spark, hdfs_demo, run_notebook, tmp_path):
     ids = [join_demo_key("normal", LAST), join_demo_key("payment_outside_time_range", LAST),
            join_demo_key("payment_for_missing_order", LAST, payment=True),
            join_demo_key("order_filtered_payment_late", LAST), join_demo_key("normal", 0)]
-    result = run_notebook("04_diagnose_join_mismatch", checkpoint_path=changelog_demo,
+    result = run_notebook("04_diagnose_join_mismatch", checkpoint_path=hdfs_demo,
                           ids_to_verify=ids, summary_path=str(tmp_path / "join.json"), **BOUNDS)
     summary = json.loads((tmp_path / "join.json").read_text())
     assert summary == result.records["summary"]
@@ -553,7 +553,7 @@ def test_notebook_with_ids_to_verify(spark, changelog_demo, run_notebook, tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.notebook
-@tiers.EXTENDED  # make test: composite keys in test_composite_key, fail_on in test_notebooks.py
+@tiers.EXTENDED  # make test: composite keys in test_composite_key, fail_on in 01's notebook test
 def test_notebook_composite_key_fails_on_warning(composite_demo, run_notebook, tmp_path):
     with pytest.raises(papermill.PapermillExecutionError) as excinfo:
         run_notebook("04_diagnose_join_mismatch", checkpoint_path=composite_demo,

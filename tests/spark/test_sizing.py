@@ -243,11 +243,13 @@ def test_measured_rows_and_bytes_equal_the_state(spark, demo_factory):
         sizing.reported(run.progress[-1])["num_rows_total"]
 
 
+# make test: 02's demo asserts the same bounds on every compared workload (nbval); make bench:
+# every workload up to 1,000,000 rows.
 @pytest.mark.slow
-@pytest.mark.parametrize("workload,rows", [  # make bench: every workload up to 1,000,000 rows
-    ("dedup", 10_000), tiers.case("window_agg_many_users", 10_000, core=False),
-    tiers.case("join", 10_000, core=False), tiers.case("dedup", 100_000, core=False),
-    tiers.case("join", 100_000, core=False)])
+@tiers.EXTENDED
+@pytest.mark.parametrize("workload,rows", [
+    ("dedup", 10_000), ("window_agg_many_users", 10_000), ("join", 10_000), ("dedup", 100_000),
+    ("join", 100_000)])
 def test_accuracy_target_against_memory_used_bytes(spark, demo_factory, workload, rows):
     run = _demo(demo_factory, workload, rows)
     comparison = sizing.compare(spark, run, _measure(spark, run))

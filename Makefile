@@ -37,7 +37,7 @@ demo: setup
 wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
-# Every behaviour once, every tier: 18 minutes on 2 cores, 20 with a fresh .venv/ (the aim: 20 in all).
+# Every behaviour once, every tier: 18 minutes on 2 cores, 20-21 with a fresh .venv/ (the aim is 20).
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -106,8 +106,9 @@ def test_checklist_on_a_query_without_watermark(spark, tmp_path):
     # then fails the run: the notebook tests, on 01).
     summary = Summary("inspect_state", ckpt.root, spark.version)
     inspect_state.summarize(summary, reports, list(items.values()))
-    assert summary.to_dict()["status"] == "warning"
-    assert {f["code"] for f in summary.to_dict()["findings"]} == {"no_watermark", "state_growth"}
+    written = summary.to_dict()
+    assert written["status"] == "warning"
+    assert {f["code"] for f in written["findings"]} == {"no_watermark", "state_growth"}
 
 
 def test_checklist_flags_skew_over_the_threshold(spark, demo_factory):

@@ -118,12 +118,15 @@ def compare(spark, run, measurements: list[StoreMeasurement] | None = None) -> C
 
 
 def compare_demo_workloads(spark, workloads=COMPARED_WORKLOADS, rocksdb_workloads=("dedup",),
-                           runs: dict | None = None, reuse=None) -> list[Comparison]:
+                           runs: dict | None = None, reuse=None,
+                           reused_measurements: list[StoreMeasurement] | None = None,
+                           ) -> list[Comparison]:
     """Run each compared demo query on the HDFS-backed provider (and those in
     ``rocksdb_workloads`` on RocksDB too) and compare estimate and report.
 
     ``runs`` maps workload -> (rows_per_batch, batches) (default ``DEMO_RUNS``); ``reuse`` is a
-    DemoRun already built (the runbook's own demo) that stands for its workload and provider.
+    DemoRun already built (the runbook's own demo) that stands for its workload and provider, and
+    ``reused_measurements`` its stores as already measured (restarted each batch), if they were.
     """
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
@@ -135,15 +138,16 @@ def compare_demo_workloads(spark, workloads=COMPARED_WORKLOADS, rocksdb_workload
         rows_per_batch, batches = runs[workload]
         hdfs_measurements = None
         for provider in ("hdfs", "rocksdb") if workload in rocksdb_workloads else ("hdfs",):
+            measured = None
             if (reuse is not None and reuse.workload == workload and reuse.provider == provider
                     and (reuse.rows_per_batch, reuse.batches) == (rows_per_batch, batches)):
-                run = reuse
+                run, measured = reuse, reused_measurements
             else:
                 run = build_demo_checkpoint(spark, workload, batches=batches,
                                             rows_per_batch=rows_per_batch, provider=provider)
             if provider == "hdfs":
-                hdfs_measurements = measure_stores(Checkpoint(spark, run.checkpoint_path),
-                                                   restarted_each_batch=True)
+                hdfs_measurements = measured or measure_stores(
+                    Checkpoint(spark, run.checkpoint_path), restarted_each_batch=True)
             out.append(compare(spark, run, hdfs_measurements))
     return out
 

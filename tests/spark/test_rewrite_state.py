@@ -55,8 +55,18 @@ def pinned_provider(path: str) -> str:
         "spark.sql.streaming.stateStore.providerClass"]
 
 
+@pytest.fixture(scope="module")
+def dedup_demo(spark, tmp_path_factory) -> str:
+    """The deduplication demo (RocksDB, 3 batches, ids 0..29), built once: each test changes a
+    copy of it."""
+    path = str(tmp_path_factory.mktemp("dedup") / "ckpt")
+    rs.build_dedup_demo(spark, path, batches=3)
+    return path
+
+
 # -- the rewriter itself, on the installed Spark ----------------------------------------------------
-def test_the_rewriter_is_the_one_verified_and_takes_a_python_transform(spark, tmp_path):
+def test_the_rewriter_is_the_one_verified_and_takes_a_python_transform(spark, dedup_demo,
+                                                                       tmp_path):
     """Reflection finds the constructor this runbook pins; a Python transform reaches Spark
     through the gateway's callback, sees every store's raw rows and what it returns is written:
     here a filter written in Python, proven on real state (the rows read back)."""
@@ -65,8 +75,7 @@ def test_the_rewriter_is_the_one_verified_and_takes_a_python_transform(spark, tm
     shapes = [tuple(str(t.getName()) for t in c.getParameterTypes()) for c in cls.getConstructors()]
     assert shapes == [rs.VERIFIED_CONSTRUCTOR]
     assert rs.rewriter_presence(spark).ok
-    path = str(tmp_path / "dedup")
-    rs.build_dedup_demo(spark, path, batches=3)
+    path = stopped_copy(dedup_demo, tmp_path / "dedup")
     shutil.copy(f"{path}/offsets/2", f"{path}/offsets/3")
     seen = []
 
@@ -145,10 +154,8 @@ def test_an_hdfs_aggregation_moves_to_rocksdb_at_a_new_location_and_continues_as
 
 
 def test_a_deduplication_loses_exactly_the_dropped_keys_in_place_which_come_through_again(
-        spark, tmp_path):
-    path = str(tmp_path / "dedup")
-    rs.build_dedup_demo(spark, path, batches=3)
-    age(path)
+        spark, dedup_demo, tmp_path):
+    path = stopped_copy(dedup_demo, tmp_path / "dedup")
     reference = stopped_copy(path, tmp_path / "never-rewritten")
     original = tree_sha(path)
     before = key_value_rows(spark, path)["0/default"]
@@ -177,7 +184,7 @@ def test_a_deduplication_loses_exactly_the_dropped_keys_in_place_which_come_thro
     assert backup.is_dir()
 
 
-def test_many_keys_are_dropped_through_a_shuffle_and_placed_again(spark, tmp_path,
+def test_many_keys_are_dropped_through_a_shuffle_and_placed_again(spark, dedup_demo, tmp_path,
                                                                   monkeypatch):
     """Past the broadcast limit the drop is a shuffle join: the rows are placed again with Spark's
     rule for state, and the query still finds every key (the dropped ones come through)."""
@@ -185,9 +192,7 @@ def test_many_keys_are_dropped_through_a_shuffle_and_placed_again(spark, tmp_pat
     from state_runbooks.runbooks.rewrite_state import transforms
     monkeypatch.setattr(plan_module, "BROADCAST_KEYS", 0)
     monkeypatch.setattr(transforms, "BROADCAST_KEYS", 0)
-    path = str(tmp_path / "dedup")
-    rs.build_dedup_demo(spark, path, batches=3)
-    age(path)
+    path = stopped_copy(dedup_demo, tmp_path / "dedup")
     done = rs.rewrite(Checkpoint(spark, path), "", "key.id % 3 = 0", dry_run=False,
                       backup_dir=str(tmp_path / "b"))
     assert done.verified and done.rows_ok, done.lines
@@ -195,13 +200,12 @@ def test_many_keys_are_dropped_through_a_shuffle_and_placed_again(spark, tmp_pat
     assert [int(r.split("id=")[1].split(",")[0]) for r in again.output] == [0, 3, 6, 9]
 
 
-def test_a_failed_verification_is_undone_on_its_own_byte_for_byte(spark, tmp_path, monkeypatch):
+def test_a_failed_verification_is_undone_on_its_own_byte_for_byte(spark, dedup_demo, tmp_path,
+                                                                  monkeypatch):
     """A transform that writes fewer rows than planned: not verified, undone, the checkpoint as
     it was."""
     from state_runbooks.runbooks.rewrite_state import apply
-    path = str(tmp_path / "dedup")
-    rs.build_dedup_demo(spark, path, batches=2)
-    age(path)
+    path = stopped_copy(dedup_demo, tmp_path / "dedup")
     original = tree_sha(path)
     monkeypatch.setattr(apply, "make_transform",
                         lambda *_: (lambda raw, op, store: raw.where("partition_key.id > 3")))

@@ -31,6 +31,7 @@ from .notebooks import (
     resolve_notebook,
     resolve_schedule,
     runbook_notebooks,
+    skip_unused_iri_grammar,
 )
 
 
@@ -90,6 +91,7 @@ def export(target: pathlib.Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    skip_unused_iri_grammar()
     parser = argparse.ArgumentParser(prog="state-runbooks", description=__doc__.split("\n")[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)

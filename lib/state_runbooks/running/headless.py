@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.demos.checkpoints import remove_orphaned_demo_folders
 
-from .notebooks import execute, summary_target
+from .notebooks import execute, skip_unused_iri_grammar, summary_target
 from .parameters import check_run_parameters, read_parameters_file
 from .results import Summary, failing_step, local_file, write_summary
 from .start import DEMO_ENV, check_not_placeholder
@@ -86,6 +86,7 @@ def execute_logged(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: di
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m state_runbooks.running.headless NOTEBOOK OUT PARAMETERS_JSON RESULT_JSON``."""
+    skip_unused_iri_grammar()
     notebook, out_dir, parameters, result = (argv or sys.argv[1:])[:4]
     failure = execute_logged(pathlib.Path(notebook), pathlib.Path(out_dir), json.loads(parameters))
     pathlib.Path(result).write_text(json.dumps({"failure": failure}), encoding="utf-8")

@@ -5,29 +5,41 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+COMPILED := $(VENV)/.compiled
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup java-check demo wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
+.PHONY: setup test-setup class-archive java-check demo wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
 
-setup: java-check $(STAMP)
+setup: java-check $(STAMP) $(COMPILED)
 
 java-check:
 	@$(PYTHON) lib/state_runbooks/common/environment.py
 
 # Reinstalled when the dependencies, their pins or the kernel configuration change; otherwise
-# setup is a no-op. The installed modules (not their own tests) are compiled to bytecode once, here,
-# on both cores: every kernel, worker and helper process then reads it, even where
-# PYTHONDONTWRITEBYTECODE stops Python from writing its own (importing pyspark and pandas: 1.2 s
-# instead of 4 s, in each of the 200 or so Python processes a test run starts: kernels, Spark's
-# Python workers, helpers).
+# setup is a no-op.
 $(STAMP): pyproject.toml constraints.txt lib/state_runbooks/resources/ipython_kernel_config.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e ".[dev]"
-	$(BIN)/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib > /dev/null
 	$(BIN)/state-runbooks install-kernel-config
 	@touch $(STAMP)
+
+# The installed modules (not their own tests) compiled to bytecode once, on both cores: every
+# kernel, worker and helper process then reads it, even where PYTHONDONTWRITEBYTECODE stops Python
+# from writing its own (importing pyspark and pandas: 1.2 s instead of 4 s, in each of the 200 or
+# so Python processes a test run starts: kernels, Spark's Python workers, helpers).
+$(COMPILED): $(STAMP)
+	$(BIN)/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib > /dev/null
+	@touch $(COMPILED)
+
+# The tests' class archive for Spark's JVMs (tests/jvm_class_archive.py), recorded once per
+# environment: its recording leaves a core idle, so the bytecode compilation runs beside it.
+class-archive: $(STAMP)
+	@$(BIN)/python tests/jvm_class_archive.py
+
+test-setup: java-check $(STAMP)
+	@$(MAKE) --no-print-directory -j2 $(COMPILED) class-archive
 
 # A line per runbook, then a table of outputs; Spark's and the kernels' output in $(OUT)/logs/.
 demo: setup
@@ -38,12 +50,12 @@ wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
 # Every behaviour once, every tier: 18 minutes on 2 cores, 20-21 with a fresh .venv/ (the aim is 20).
-test: setup
+test: test-setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The rest of each matrix: the same checks on more shapes, providers, faults and damages, and every
 # runbook's demo over Spark Connect (tests/tiers.py). CI runs it after make test.
-test-extended: setup
+test-extended: test-setup
 	$(BIN)/python -m pytest -m extended $(PYTEST_ARGS)
 
 # The tiers, each on its own: the library without Spark (seconds), the library on real Spark (local,
@@ -51,10 +63,10 @@ test-extended: setup
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -n 0 $(PYTEST_ARGS)
 
-test-spark: setup
+test-spark: test-setup
 	$(BIN)/python -m pytest tests/spark $(PYTEST_ARGS)
 
-test-notebooks: setup
+test-notebooks: test-setup
 	$(BIN)/python -m pytest tests/notebooks notebooks $(PYTEST_ARGS)
 
 bench: setup

@@ -18,18 +18,6 @@ from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.running.notebooks import execute, resolve_notebook
 from state_runbooks.session.spark_session import get_spark, progress_dict
 
-# Every JVM a run starts runs Spark on small data, two test workers to two cores: the quick JIT
-# alone and the serial collector spend less of the cores on themselves (a papermill run of 03's
-# demo: 20-21 s instead of 25 s; 03's demo on the cluster: 49-55 s instead of 59-66 s). The JVMs
-# that live as long as the run (each worker's own session, the Connect server) take it too: alone,
-# the optimizing compiler paid for itself within two minutes, but beside the other worker it takes
-# its share of the same two cores. The files that run first gain most (04's and 02's test files:
-# 269-276 s instead of 343-389 s), the whole of make test a little (1,224 s of tests instead of
-# 1,252 s). Every JVM maps Spark's classes from one archive (jvm_class_archive.py). None of
-# this changes anything Spark decides. Set by the run's first process (its workers inherit them),
-# unless the run was given its own.
-QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
-SERIAL_GC = "-XX:+UseSerialGC"
 UNIT_TIER = os.path.join("tests", "unit")
 
 
@@ -37,7 +25,7 @@ def _jvm_options(args: list[str]) -> str:
     """The quick JIT, and the class archive unless only the unit tier runs (it starts no JVM)."""
     only_units = args and all(os.path.relpath(a.split("::")[0]).startswith(UNIT_TIER)
                               for a in args)
-    options = f"{QUICK_JIT} {SERIAL_GC}"
+    options = jvm_class_archive.RUN_OPTIONS
     archive = "" if only_units else jvm_class_archive.archive_option(options)
     return f"{options} {archive}".strip()
 

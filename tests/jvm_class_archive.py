@@ -1,4 +1,5 @@
-"""One class-data archive for the many JVMs a test run starts (the JDK's class-data sharing).
+"""The JVM options of a test run, and one class-data archive for the many JVMs it starts (the JDK's
+class-data sharing).
 
 Every notebook kernel, helper process and server of a run starts its own Spark JVM, and each spent
 seconds loading the same Spark classes from the jars. A JVM started with ``-XX:SharedArchiveFile``
@@ -18,6 +19,19 @@ import sys
 import time
 from pathlib import Path
 
+# Every JVM a run starts runs Spark on small data, two test workers to two cores: the quick JIT
+# alone and the serial collector spend less of the cores on themselves (a papermill run of 03's
+# demo: 20-21 s instead of 25 s; 03's demo on the cluster: 49-55 s instead of 59-66 s). The JVMs
+# that live as long as the run (each worker's own session, the Connect server) take it too: alone,
+# the optimizing compiler paid for itself within two minutes, but beside the other worker it takes
+# its share of the same two cores. The files that run first gain most (04's and 02's test files:
+# 269-276 s instead of 343-389 s), the whole of make test a little (1,224 s of tests instead of
+# 1,252 s). Every JVM maps Spark's classes from one archive (below). None of this changes
+# anything Spark decides. conftest.py sets them in the run's first process (its workers inherit
+# them), unless the run was given its own.
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
+SERIAL_GC = "-XX:+UseSerialGC"
+RUN_OPTIONS = f"{QUICK_JIT} {SERIAL_GC}"
 QUIET = "-Xlog:cds=off,cds+dynamic=off"  # an archive a JVM cannot use is not worth a warning line
 
 # Run with the archive being recorded: the classes of a session, streaming queries on both state
@@ -84,3 +98,9 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+if __name__ == "__main__":
+    # `make test` records the archive here, beside the bytecode compilation of the environment
+    # (each leaves part of the two cores idle), before pytest starts.
+    archive_option(RUN_OPTIONS)

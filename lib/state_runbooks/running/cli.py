@@ -16,6 +16,7 @@ import argparse
 import pathlib
 import signal
 import sys
+import threading
 
 from state_runbooks import __version__
 
@@ -41,19 +42,20 @@ def serve_connect(port: int, log: str) -> int:
     so it would otherwise outlive this process and keep the port."""
     from state_runbooks.session.local_servers import start_connect_server
 
-    def interrupt(_signum, _frame):
-        raise KeyboardInterrupt
-
-    for ending in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(ending, interrupt)
+    # The handler only notes the signal: an exception raised from it could come between the
+    # server's start and its process being known, and leave the server running.
+    ending = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda _signum, _frame: ending.set())
     pathlib.Path(log).parent.mkdir(parents=True, exist_ok=True)
     print(f"starting a Spark Connect server on 127.0.0.1:{port} (log: {log}) ...", flush=True)
     server = None
-    try:  # from here on, an ending signal (KeyboardInterrupt) still stops the server
-        server = start_connect_server(log, port)  # stops what it started if interrupted
+    try:
+        server = start_connect_server(log, port, ending=ending)  # stops it if told to end
         print(f"ready: run a runbook with -p spark_master {server.url}   (Ctrl-C stops it)",
               flush=True)
-        server.process.wait()
+        while not ending.wait(0.5) and server.process.poll() is None:
+            pass
     except KeyboardInterrupt:
         pass
     finally:

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -35,19 +36,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_for_port(port: int, process: subprocess.Popen, what: str, log: str) -> None:
+def _wait_for_port(port: int, process: subprocess.Popen, what: str, log: str,
+                   ending: threading.Event | None = None) -> None:
     """Wait until ``process`` listens on ``port``; stop it if it never does, or if the wait ends
-    otherwise (Ctrl-C, SIGTERM): it runs in a session of its own and would outlive this one."""
+    otherwise (Ctrl-C, SIGTERM, ``ending`` set): it runs in a session of its own and would outlive
+    this one."""
     try:
-        _poll_port(port, process, what, log)
+        _poll_port(port, process, what, log, ending)
     except BaseException:
         stop_server(process.pid)
         raise
 
 
-def _poll_port(port: int, process: subprocess.Popen, what: str, log: str) -> None:
+def _poll_port(port: int, process: subprocess.Popen, what: str, log: str,
+               ending: threading.Event | None) -> None:
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
+        if ending is not None and ending.is_set():
+            raise KeyboardInterrupt
         if process.poll() is not None:
             raise RunbookError(f"{what} exited with code {process.returncode}: see {log}")
         try:
@@ -113,8 +119,11 @@ class ConnectServer:
         stop_server(self.process.pid)
 
 
-def start_connect_server(log: str, port: int = 0, master: str = "local[2]") -> ConnectServer:
-    """Start a Spark Connect server and wait until it accepts connections."""
+def start_connect_server(log: str, port: int = 0, master: str = "local[2]",
+                         ending: threading.Event | None = None) -> ConnectServer:
+    """Start a Spark Connect server and wait until it accepts connections. Set ``ending`` (from a
+    signal handler) to stop it while it starts: unlike an exception raised by the handler, it
+    cannot arrive between the server's start and this function knowing its process."""
     port = port or free_port()
     log4j = resources.files("state_runbooks") / "resources" / "log4j2.properties"
     conf = {**LOCAL_CONF, "spark.connect.grpc.binding.address": "127.0.0.1",
@@ -123,7 +132,7 @@ def start_connect_server(log: str, port: int = 0, master: str = "local[2]") -> C
     args = [os.path.join(spark_home(), "bin", "spark-submit"), "--master", master,
             "--class", CONNECT_SERVER_CLASS, *_conf_args(conf), "spark-internal"]
     process = _start(args, log)
-    _wait_for_port(port, process, "the Spark Connect server", log)
+    _wait_for_port(port, process, "the Spark Connect server", log, ending)
     return ConnectServer(port, process, log)
 
 

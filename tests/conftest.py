@@ -64,12 +64,14 @@ def spark():
 
 @pytest.fixture(scope="session")
 def demo_factory(spark):
-    """``demo(workload, provider="hdfs", batches=4, rows_per_batch=20, ...)`` -> DemoRun, built
-    once per test run (shared_per_run.py): the process that asks first builds it."""
+    """``demo(workload, provider="hdfs", batches=4, rows_per_batch=20, partitions=2)`` -> DemoRun,
+    built once per test run (shared_per_run.py): the process that asks first builds it. Two
+    partitions by default: every per-partition path still runs more than once, and each batch
+    and each state read costs a task per partition less."""
     cache = {}
 
     def demo(workload: str, provider: str = "hdfs", batches: int = 4, rows_per_batch: int = 20,
-             partitions: int = 4):
+             partitions: int = 2):
         key = (workload, provider, batches, rows_per_batch, partitions)
         if key not in cache:
             def build(folder) -> dict:

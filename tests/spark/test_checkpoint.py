@@ -31,7 +31,8 @@ def test_reads_each_provider_setup(spark, demo_factory, provider, kind, changelo
     assert ckpt.changelog_checkpointing is changelog
     assert [(op.operator_id, op.operator_name) for op in ckpt.operators()] == [
         (0, "stateStoreSave"), (1, "dedupe")]
-    assert all(s.num_partitions == 4 and s.store_name == "default" for s in ckpt.stores())
+    assert all(s.num_partitions == run.partitions and s.store_name == "default"
+               for s in ckpt.stores())
     assert ckpt.retained_batch_range() == (0, 3)
 
     files = ckpt.state_files()
@@ -39,7 +40,7 @@ def test_reads_each_provider_setup(spark, demo_factory, provider, kind, changelo
     # State version = batch id + 1, one file per partition and version (changelog/delta/zip).
     versions = {f.version for f in files if f.kind in file_kinds}
     assert versions == {1, 2, 3, 4}
-    assert {f.partition_id for f in files} == {0, 1, 2, 3}
+    assert {f.partition_id for f in files} == set(range(run.partitions))
     assert all(f.size > 0 and f.path.startswith("state/") for f in files)
     disk = ckpt.disk_bytes(1, "default")
     assert disk["retained_bytes"] >= disk["latest_version_bytes"] > 0
@@ -84,22 +85,24 @@ def test_join_has_four_stores(spark, demo_factory):
 
 
 def test_offsets_entry(spark, demo_factory):
-    ckpt = Checkpoint(spark, demo_factory("dedup").checkpoint_path)
+    run = demo_factory("dedup")
+    ckpt = Checkpoint(spark, run.checkpoint_path)
     entry = ckpt.offsets(3)
     assert entry.batch_id == 3
-    assert entry.conf["spark.sql.shuffle.partitions"] == "4"
+    assert entry.conf["spark.sql.shuffle.partitions"] == str(run.partitions)
     assert entry.sources and isinstance(entry.sources[0], dict)
     # The watermark trails the newest event (batch 3: DEMO_START + 3 s) by 5 s.
     assert ckpt.next_watermark_ms(3) == DEMO_START_MS + 3_000 - 5_000
 
 
 def test_operators_without_metadata_come_from_the_folders(spark, demo_factory, copy_checkpoint):
-    path = copy_checkpoint(demo_factory("dedup").checkpoint_path)
+    run = demo_factory("dedup")
+    path = copy_checkpoint(run.checkpoint_path)
     shutil.rmtree(f"{path}/state/0/_metadata")
     ckpt = Checkpoint(spark, path)
     (op,) = ckpt.operators()
     assert op.source == "files"
-    assert op.num_partitions == 4
+    assert op.num_partitions == run.partitions
     assert [s.store_name for s in op.stores] == ["default"]
     assert ckpt.retained_batch_range() == (0, 3)
 

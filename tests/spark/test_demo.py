@@ -30,7 +30,8 @@ def _rows(spark, path, operator_id=0, store="default"):
 
 def test_same_demo_gives_the_same_state(spark, demo_factory, tmp_path):
     first = demo_factory("window_agg")
-    second = build_demo_checkpoint(spark, "window_agg", str(tmp_path / "again"), batches=4)
+    second = build_demo_checkpoint(spark, "window_agg", str(tmp_path / "again"), batches=4,
+                                   partitions=first.partitions)
     assert _rows(spark, first.checkpoint_path) == _rows(spark, second.checkpoint_path)
 
 

@@ -131,7 +131,8 @@ def test_confs_snippets_and_apply(spark):
     ("rocksdb_changelog", OSS_ROCKSDB_PROVIDER, True, True, "ok")])
 def test_each_provider_setup_is_reported(spark, demo_factory, provider, pinned, matches,
                                          newest_changelog, status):
-    ckpt = Checkpoint(spark, demo_factory("two_operators", provider).checkpoint_path)
+    run = demo_factory("two_operators", provider)
+    ckpt = Checkpoint(spark, run.checkpoint_path)
     report = er.check_checkpoint(ckpt, OSS_ROCKSDB_PROVIDER)
     assert report.pinned_provider_class == pinned and report.pinned_in == "offsets/3"
     assert report.pinned_matches is matches and report.takes_effect is matches
@@ -139,7 +140,7 @@ def test_each_provider_setup_is_reported(spark, demo_factory, provider, pinned, 
     assert report.changelog_pinned is None  # Spark does not pin the flag
     assert report.changelog_newest_version is newest_changelog
     assert report.state_confs[PROVIDER_CONF] == pinned
-    assert report.state_confs["spark.sql.shuffle.partitions"] == "4"
+    assert report.state_confs["spark.sql.shuffle.partitions"] == str(run.partitions)
     assert report.restart_offsets == ckpt.offsets(3).sources
 
     lines = "\n".join(er.checkpoint_lines(report) + er.options_lines(report))

@@ -38,7 +38,7 @@ def test_store_figures_equal_spark(spark, demo_factory, provider):
         assert report.rows == reported[name]
         counts = dict(read_state(ckpt, report.operator_id).groupBy("partition_id").count()
                       .collect())
-        assert report.rows_per_partition == [counts.get(p, 0) for p in range(4)]
+        assert report.rows_per_partition == [counts.get(p, 0) for p in range(run.partitions)]
     # Dedup key: event_id ("evt-N", <= 8 bytes) and event_time: 8 + 2*8 + 8; value: one null field.
     dedup = reports["dedupe"]
     assert dedup.key_bytes == dedup.rows * 32

@@ -32,7 +32,8 @@ from pathlib import Path
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
 SERIAL_GC = "-XX:+UseSerialGC"
 RUN_OPTIONS = f"{QUICK_JIT} {SERIAL_GC}"
-QUIET = "-Xlog:cds=off,cds+dynamic=off"  # an archive a JVM cannot use is not worth a warning line
+QUIET = "-Xlog:cds=off,cds+dynamic=off"
+_LIBRARY = Path(__file__).resolve().parents[1] / "lib"  # an archive a JVM cannot use is not worth a warning line
 
 # Run with the archive being recorded: the classes of a session, streaming queries on both state
 # store providers, the state readers, and a Python stateful operator (Arrow).
@@ -76,7 +77,9 @@ def _archive_path() -> Path:
 def _record(archive: Path, run_options: str) -> None:
     archive.parent.mkdir(parents=True, exist_ok=True)
     partial = archive.with_suffix(f".{os.getpid()}.partial")
-    env = {**os.environ,
+    # The library from its source: make test records the archive while the rest installs.
+    path = os.pathsep.join(filter(None, [str(_LIBRARY), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path,
            "SPARK_SUBMIT_OPTS": f"{run_options} -XX:ArchiveClassesAtExit={partial} {QUIET}"}
     done = subprocess.run([sys.executable, "-c", _RECORDING], capture_output=True, text=True,
                           env=env, timeout=600)
@@ -101,6 +104,7 @@ def _alive(pid: int) -> bool:
 
 
 if __name__ == "__main__":
-    # `make test` records the archive here, beside the bytecode compilation of the environment
-    # (each leaves part of the two cores idle), before pytest starts.
+    # `make test` records the archive here as soon as Spark is installed, beside the rest of the
+    # installation and the bytecode compilation (each leaves part of the two cores idle), before
+    # pytest starts.
     archive_option(RUN_OPTIONS)

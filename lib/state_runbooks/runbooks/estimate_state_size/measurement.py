@@ -300,14 +300,15 @@ def _history(ckpt, units, batches_by_unit: dict, first_change: int, last_change:
                              _changed_keys(ckpt, u, replay_from + 1, replay_from + 1)).persist()
                    for u in units if u.label in replayed}
     try:
+        sizes = _changed_key_counts(replay_keys, replay_from + 1) if replay_keys else {}
         for u in units:
             if u.label in changed:
                 frames.append(_change_counts(u, changed[u.label]).select(*columns))
             elif u.label in fed and with_changes:
                 frames.append(change_line_counts(ckpt, u, first_change, last_change))
             if u.label in replayed:
-                frames.append(_replay(ckpt, u, replay_from, replay_keys[u.label])
-                              .select(*columns))
+                frames.append(_replay(ckpt, u, replay_from, replay_keys[u.label],
+                                      sizes[u.label] <= MAX_BROADCAST_KEYS).select(*columns))
         if not frames:
             return {}, {}, fed
         counted = reduce(lambda a, b: a.unionByName(b), frames).groupBy(*columns[:4]).agg(
@@ -342,6 +343,18 @@ def _changed_keys(ckpt, unit, first: int, last: int):
         F.max((F.col("change_type") == "delete").cast("long")).alias("removed"))
 
 
+def _changed_key_counts(changed_keys: dict, batch: int) -> dict[str, int]:
+    """``{label: keys that ``batch`` changed}`` of each unit's :func:`_changed_keys`, in one Spark
+    job for every unit (a job per unit cost about a second each on a join's four stores)."""
+    from pyspark.sql import functions as F
+
+    counts = reduce(lambda a, b: a.unionByName(b), [
+        keys.where(F.col("batch_id") == batch).groupBy().count()
+        .select(F.lit(label).alias("store"), "count") for label, keys in changed_keys.items()])
+    with spark_errors(f"counting the keys batch {batch} changed"):
+        return {r["store"]: int(r["count"]) for r in counts.collect()}
+
+
 def _change_counts(unit, changed_keys):
     """The distinct keys put and removed per batch and partition (``store``, ``batch_id``,
     ``partition_id``, ``kind`` "update" or "delete", ``n``) from :func:`_changed_keys`."""
@@ -356,15 +369,16 @@ def _change_counts(unit, changed_keys):
                                             F.col("c.n").cast("long").alias("n"))
 
 
-def _replay(ckpt, unit, first: int, changed_keys):
+def _replay(ckpt, unit, first: int, changed_keys, broadcast: bool):
     """Rows per partition of ``unit`` (a store read by its name) at ``first`` and at
     ``first + 1`` (``store``, ``batch_id``, ``partition_id``, ``kind`` "rows", ``n``), with no
     grouping of the state by key: its rows at ``first`` counted per partition, those of the keys
     the next batch did not change counted again for ``first + 1``, plus the changed keys it left
     in the state (their change a put). ``changed_keys``: :func:`_changed_keys` of a range with
-    ``first + 1``. The changed keys are one batch's, usually few beside the state: up to
-    ``MAX_BROADCAST_KEYS`` are broadcast to the state's scan. A key that batch both put and removed is counted under ``_MIXED + label``
-    (the feed does not order them; the caller reads the state instead)."""
+    ``first + 1``. The changed keys are one batch's, usually few beside the state: with
+    ``broadcast`` (up to ``MAX_BROADCAST_KEYS`` of them) they are broadcast to the state's scan.
+    A key that batch both put and removed is counted under ``_MIXED + label`` (the feed does not
+    order them; the caller reads the state instead)."""
     from pyspark.sql import functions as F
 
     label = F.lit(unit.label)
@@ -374,8 +388,7 @@ def _replay(ckpt, unit, first: int, changed_keys):
                            .select("partition_id", "key"))
     # Broadcast only a bounded number of keys, so the driver's memory stays flat in keys; a
     # batch that changed more is joined with a shuffle instead.
-    few = changes.count() <= MAX_BROADCAST_KEYS
-    held = state.join(F.broadcast(changed) if few else changed, ["partition_id", "key"],
+    held = state.join(F.broadcast(changed) if broadcast else changed, ["partition_id", "key"],
                       "left").groupBy(
         "partition_id").agg(F.count(F.lit(1)).alias("at_first"),
                             F.count(F.when(F.col("changed").isNull(), 1)).alias("unchanged"))

@@ -179,7 +179,8 @@ def test_growth_replayed_from_the_change_feed_equals_state_reads(spark, tmp_path
     assert recounted["0/default"].tolist() == expected[:-1] + [report.rows]
 
 
-@pytest.mark.parametrize("workload", ["dedup", "dedup_within_watermark"])
+@pytest.mark.parametrize("workload", tiers.tiered(  # make test: one deduplication
+    ["dedup", "dedup_within_watermark"], {"dedup"}))
 def test_growth_of_a_young_deduplication_from_change_feed_counts(spark, tmp_path, workload):
     """A young RocksDB changelog checkpoint has no snapshot to read key counts from. A
     deduplication only puts keys it lacks: each batch's rows are the next one's minus its puts

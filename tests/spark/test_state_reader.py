@@ -32,18 +32,30 @@ CASES = [
 ]
 
 
-def spark_row_size(df) -> int:
-    """The size Spark itself gives the struct ``r`` of ``df``'s one row: its executed plan
-    collects UnsafeRows, and ``getSizeInBytes`` is the row's length in that format."""
+def spark_row_sizes(df) -> list[int]:
+    """The size Spark itself gives each struct column of ``df``'s one row: its executed plan
+    collects UnsafeRows, and ``getSizeInBytes`` is a struct's length in that format."""
     row = df._jdf.queryExecution().executedPlan().executeCollect()[0]
-    return row.getStruct(0, len(df.schema["r"].dataType.fields)).getSizeInBytes()
+    return [row.getStruct(i, len(f.dataType.fields)).getSizeInBytes()
+            for i, f in enumerate(df.schema.fields)]
 
 
-@pytest.mark.parametrize("ddl,row,expected", CASES)
-def test_unsafe_row_size(spark, ddl, row, expected):
-    df = spark.createDataFrame([row], ddl).select(F.struct("*").alias("r"))
-    size = df.select(F.expr(unsafe_row_size_sql("r", df.schema["r"].dataType))).first()[0]
-    assert size == expected == spark_row_size(df)
+@pytest.fixture(scope="module")
+def row_sizes(spark) -> list[tuple[int, int]]:
+    """(ours, Spark's) size of every case: one row with a struct column per case, so that both
+    come from one Spark job each instead of two per case."""
+    schema = T.StructType([T.StructField(f"c{i}", T._parse_datatype_string(ddl))
+                           for i, (ddl, _row, _bytes) in enumerate(CASES)])
+    df = spark.createDataFrame([tuple(row for _ddl, row, _bytes in CASES)], schema)
+    ours = df.select(*[F.expr(unsafe_row_size_sql(f.name, f.dataType)) for f in schema.fields])
+    return list(zip(ours.first(), spark_row_sizes(df)))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{ddl}-{bytes_}"
+                                                           for ddl, _row, bytes_ in CASES])
+def test_unsafe_row_size(row_sizes, case):
+    ours, spark_s = row_sizes[case]
+    assert ours == CASES[case][2] == spark_s
 
 
 def test_bitset_grows_every_64_fields(spark):

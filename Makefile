@@ -58,7 +58,7 @@ demo: setup
 wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
-# Every behaviour once, every tier: 18-19 minutes on 2 cores, 20-21 with a fresh .venv/ (the aim is 20).
+# Every behaviour once, every tier: about 18 minutes on 2 cores, under 20 with a fresh .venv/ (the aim).
 test: test-setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

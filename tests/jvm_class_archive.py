@@ -32,8 +32,8 @@ from pathlib import Path
 QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:CICompilerCount=1"
 SERIAL_GC = "-XX:+UseSerialGC"
 RUN_OPTIONS = f"{QUICK_JIT} {SERIAL_GC}"
-QUIET = "-Xlog:cds=off,cds+dynamic=off"
-_LIBRARY = Path(__file__).resolve().parents[1] / "lib"  # an archive a JVM cannot use is not worth a warning line
+QUIET = "-Xlog:cds=off,cds+dynamic=off"  # an archive a JVM cannot use is not worth a warning line
+_LIBRARY = Path(__file__).resolve().parents[1] / "lib"
 
 # Run with the archive being recorded: the classes of a session, streaming queries on both state
 # store providers, the state readers, and a Python stateful operator (Arrow).

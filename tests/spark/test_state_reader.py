@@ -51,8 +51,9 @@ def row_sizes(spark) -> list[tuple[int, int]]:
     return list(zip(ours.first(), spark_row_sizes(df)))
 
 
-@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{ddl}-{bytes_}"
-                                                           for ddl, _row, bytes_ in CASES])
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{ddl}-row{i}-{bytes_}"
+                                                           for i, (ddl, _row, bytes_)
+                                                           in enumerate(CASES)])
 def test_unsafe_row_size(row_sizes, case):
     ours, spark_s = row_sizes[case]
     assert ours == CASES[case][2] == spark_s

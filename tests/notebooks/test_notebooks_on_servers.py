@@ -33,9 +33,9 @@ NOTEBOOKS = [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
 # 05's demo breaks its own checkpoint, which takes file changes Spark Connect cannot make outside
 # Databricks: over Connect it is checked on a checkpoint broken beforehand (below). 07's demo
 # repartitions, which Spark Connect has no API for: its own test below pins what differs. 08
-# plans the changed query with Spark's own checks and rehearses it on a copy, and 09 calls Spark's
-# state rewriter: over Connect (no JVM, no file copies outside Databricks) each says which half
-# ran, tested in their own files (tests/spark/test_check_query_change.py, test_rewrite_state.py).
+# plans the changed query with Spark's own checks and rehearses it on a copy: over Connect its
+# verdict is unknown (below). 09 calls Spark's state rewriter: over Connect (no JVM, no file
+# copies outside Databricks) it says what could not run (tests/spark/test_rewrite_state.py).
 CONNECT_DEMOS = [n for n in NOTEBOOKS if n not in ("05_recover_corrupted_state",
                                                    "07_repartition_state",
                                                    "08_check_query_change", "09_rewrite_state")]
@@ -85,6 +85,25 @@ def test_every_runbook_demo_over_spark_connect_says_what_classic_says(name, conn
     result = run_notebook(name, spark_master=connect_server.url)
     assert differences_from_golden(result.notebook, name) == []
     assert result.summary["status"] in ("ok", "warning", "critical")
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_query_change_over_connect_is_unknown_and_stops_a_warning_gate(connect_server,
+                                                                       run_notebook, tmp_path):
+    """Spark's planning and the copy cannot run from a Spark Connect client: 08's demo changes
+    are each ``unknown`` (the one Spark refuses is never called ``restarts``), and a gate with
+    fail_on warning stops with the summary saying what was not checked."""
+    summary_path = tmp_path / "gate.json"
+    with pytest.raises(papermill.PapermillExecutionError) as excinfo:
+        run_notebook("08_check_query_change", spark_master=connect_server.url,
+                     fail_on="warning", summary_path=str(summary_path))
+    assert excinfo.value.ename == "RunbookFailed"
+    summary = json.loads(summary_path.read_text())
+    assert (summary["status"], summary["restart"], summary["error_class"]) == (
+        "warning", "unknown", None)
+    assert [n.split(":")[0] for n in summary["not_checked"]] == [
+        "operators and state schemas", "rehearsal"]
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ VALUE = "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"
 JOBS = {
     "window_agg": """
         from pyspark.sql import functions as F
-        from state_runbooks.demos.checkpoints import _events, demo_query
+        from state_runbooks.demos.checkpoints import _events, _rate, demo_query
 
         def same(spark):
             return demo_query(spark, "window_agg", 10)
@@ -46,6 +46,23 @@ JOBS = {
         def ignored(spark):
             spark.conf.set("spark.sql.shuffle.partitions", "5")
             return demo_query(spark, "window_agg", 10)
+
+        def no_aggregation(spark):  # the stateful operator removed
+            return _events(spark, 10).writeStream.outputMode("append")
+
+        def longer_watermark(spark):  # the state's schemas carry the delay only as metadata
+            events = _rate(spark, 10).select(
+                F.concat(F.lit("user-"), (F.col("value") % 5).cast("string")).alias("user_id"),
+                (F.col("value") % 100).cast("double").alias("amount"),
+                F.col("timestamp").alias("event_time"))
+            return (events.withWatermark("event_time", "10 seconds")
+                    .groupBy(F.window("event_time", "3 seconds"), "user_id")
+                    .agg(F.count("*").alias("events"), F.sum("amount").alias("amount")))
+
+        def renamed_key(spark):  # the same types under another name
+            return (_events(spark, 10).withColumnRenamed("user_id", "user")
+                    .groupBy(F.window("event_time", "3 seconds"), "user")
+                    .agg(F.count("*").alias("events"), F.sum("amount").alias("amount")))
     """,
     "dedup": """
         from state_runbooks.demos.checkpoints import _events, demo_query
@@ -180,6 +197,18 @@ def job_files(tmp_path_factory):
     return paths
 
 
+def rows_agree_with_the_verdict(check) -> None:
+    """No row contradicts the verdict: it fails where a row fails, restarts where none fails
+    or is undecided, and is unknown otherwise."""
+    grades = {r.verdict for r in check.comparison.rows}
+    if check.restart == "fails":
+        assert "fails" in grades
+    elif check.restart == "restarts":
+        assert not grades & {"fails", "unknown"} and not check.verdict.not_checked
+    else:
+        assert "fails" not in grades and ("unknown" in grades or check.verdict.not_checked)
+
+
 def _check(spark, shape_demo, job_files, shape, function):
     demo = shape_demo(shape)
     ckpt = Checkpoint(spark, demo.checkpoint_path)
@@ -188,12 +217,13 @@ def _check(spark, shape_demo, job_files, shape, function):
     check = qc.check_query_change(spark, ckpt, job)
     assert tree_checksums(spark, ckpt.root) == before, "the checkpoint changed"
     assert check.rehearsal.removed
-    # Spark's own check predicted what the restart did.
-    assert check.comparison.by_spark_check
+    # Spark's own check predicted what the restart did; every check ran.
+    assert check.probe.available and check.probe.new_known
     assert check.rehearsed, check.rehearsal.note
     assert check.disagreement is None
-    assert (check.comparison.predicted_restart, check.comparison.predicted_error_class) == \
-        (check.rehearsal.restart, check.rehearsal.error_class)
+    assert check.prediction == (check.rehearsal.restart, check.rehearsal.error_class)
+    assert check.verdict.not_checked == []
+    rows_agree_with_the_verdict(check)
     return check
 
 
@@ -233,11 +263,33 @@ def test_columns_dropped_after_a_join_change_its_state_value(spark, shape_demo, 
     assert (check.restart, check.error_class) == ("fails", VALUE)
 
 
+def test_removing_the_stateful_operator_fails_on_its_own_row(spark, shape_demo, job_files):
+    check = _check(spark, shape_demo, job_files, "window_agg", "no_aggregation")
+    row = next(r for r in check.comparison.rows if r.aspect == "stateful operators")
+    assert (check.restart, check.error_class) == ("fails", qc.compare.OPERATOR_NOT_MATCH)
+    assert (row.verdict, row.error_class) == ("fails", qc.compare.OPERATOR_NOT_MATCH)
+
+
+def test_what_spark_accepts_shows_no_false_difference(spark, shape_demo, job_files):
+    """A longer watermark changes only the metadata Spark keeps on the window's fields: no row;
+    a renamed key column is accepted, and the row says which name changed."""
+    watermark = _check(spark, shape_demo, job_files, "window_agg", "longer_watermark")
+    assert watermark.restart == "restarts"
+    assert all(r.verdict == "same" for r in watermark.comparison.rows
+               if r.aspect.endswith((": key", ": value")))
+    renamed = _check(spark, shape_demo, job_files, "window_agg", "renamed_key")
+    key = next(r for r in renamed.comparison.rows if r.aspect.endswith(": key"))
+    assert (renamed.restart, key.verdict) == ("restarts", "accepted")
+    assert "user_id -> user" in key.action and (key.old, key.new) == (
+        "1 same field, user_id string", "1 same field, user string")
+
+
 def test_the_rejected_key_is_named_with_both_schemas(spark, shape_demo, job_files):
     check = _check(spark, shape_demo, job_files, "window_agg", "rejected")
     row = next(r for r in check.comparison.rows if r.verdict == "fails")
     assert row.aspect == "0 stateStoreSave default: key" and row.error_class == KEY
     assert "user_id string" in row.old and "_groupingexpression integer" in row.new
+    assert details_mention_checks(check)
     details = json.loads(json.dumps(qc.summary_details(check)))
     assert details["restart"] == "fails" and details["error_class"] == KEY
     assert details["rehearsed"] is True and details["ignored_settings"] == []
@@ -258,20 +310,34 @@ def test_the_copy_holds_only_what_the_next_batch_loads(spark, demo_factory):
     assert plan.copy_bytes < plan.checkpoint_bytes
 
 
-def test_over_spark_connect_the_comparison_runs_and_says_the_rehearsal_did_not(
+def details_mention_checks(check) -> bool:
+    details = qc.summary_details(check)
+    return set(details) >= {"checked", "not_checked", "restart", "error_class", "message"}
+
+
+def test_over_spark_connect_a_change_spark_refuses_is_unknown_never_restarts(
         shape_demo, on_connect):
+    """The client cannot call Spark's planning nor copy files: the added aggregate Spark refuses
+    is ``unknown`` (a warning: a gate with fail_on warning stops), and the summary says which
+    checks did not run."""
     path = shape_demo("window_agg").checkpoint_path
     with on_connect() as connect:
         ckpt = Checkpoint(connect, path)
-        job = qc.load_job(connect, qc.DEMO_JOB_FILE, "build_more_partitions")
-        check = qc.check_query_change(connect, ckpt, job)
-        halves = qc.halves(check, connect)
-    assert not check.probe.available and not check.rehearsed
-    assert check.ignored_settings == ["spark.sql.shuffle.partitions"]
-    assert check.restart == "restarts" and check.status == "warning"
+        checks = {f: qc.check_query_change(connect, ckpt, qc.load_job(connect, qc.DEMO_JOB_FILE, f))
+                  for f in ("build_with_max", "build_more_partitions")}
+        halves = qc.halves(checks["build_with_max"], connect)
+    for check in checks.values():
+        assert not check.probe.available and not check.rehearsed
+        assert (check.restart, check.status) == ("unknown", "warning")
+        rows_agree_with_the_verdict(check)
+        assert [n.split(":")[0] for n in check.verdict.not_checked] == [
+            "operators and state schemas", "rehearsal"]
+    assert checks["build_more_partitions"].ignored_settings == ["spark.sql.shuffle.partitions"]
     assert "Spark Connect" in halves and "cannot copy files" in halves
-    operators = next(r for r in check.comparison.rows if r.aspect == "stateful operators")
-    assert operators.verdict == "same"
+    value = next(r for r in checks["build_with_max"].comparison.rows
+                 if r.aspect.endswith(": value"))
+    assert (value.verdict, value.new) == ("unknown", "not known here")
+    assert "unknown: not checked here" in qc.verdict_line(checks["build_with_max"])
 
 
 # -- the job's file: one-line errors -----------------------------------------------------------
@@ -459,7 +525,6 @@ def test_a_checkpoint_in_format_v2_is_copied_and_judged_as_a_v1_one(spark, job_f
         check = qc.check_query_change(spark, ckpt, qc.load_job(spark, str(job_files["dedup"]),
                                                                function))
         assert check.rehearsed, check.rehearsal.note
-        assert (check.comparison.predicted_restart, check.comparison.predicted_error_class) == \
-            (check.rehearsal.restart, check.rehearsal.error_class)
+        assert check.prediction == (check.rehearsal.restart, check.rehearsal.error_class)
         assert check.restart == restart, check.rehearsal.note
     assert tree_checksums(spark, ckpt.root) == before

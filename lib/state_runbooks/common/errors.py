@@ -31,7 +31,7 @@ class RunbookFailed(RuntimeError):
     """Raised by the last cell when the summary status reaches ``fail_on`` (for schedulers)."""
 
 
-_ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
+ERROR_CLASS = re.compile(r"\[([A-Z][A-Z0-9_]+(?:\.[A-Z0-9_]+)*)\]")
 
 
 def spark_error_class(exc: BaseException) -> str | None:
@@ -44,19 +44,45 @@ def spark_error_class(exc: BaseException) -> str | None:
                 return str(value)
         except Exception:  # noqa: BLE001 - any failure here just means "unknown"
             pass
-    match = _ERROR_CLASS.search(str(exc))
+    match = ERROR_CLASS.search(str(exc))
     return match.group(1) if match else None
 
 
+_PYTHON_ERROR = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception)): (.*)$")
+_MISSING_MODULE = re.compile(r"No module named '([^']+)'")
+
+
+def python_worker_error(text: str) -> str | None:
+    """The error a Spark Python worker raised (its traceback's last line), in a text that carries
+    one; a missing module says where it is missing."""
+    start = text.rfind("Traceback (most recent call last)")
+    if start < 0:
+        return None
+    for line in text[start:].splitlines()[1:]:
+        match = _PYTHON_ERROR.match(line.rstrip())
+        if match:
+            missing = _MISSING_MODULE.search(match.group(2))
+            if missing:
+                return (f"{match.group(1)}: No module named '{missing.group(1)}' on Spark's "
+                        "Python workers: install it where the executors run (or ship it with "
+                        "--py-files)")
+            return f"{match.group(1)}: {match.group(2)}"
+    return None
+
+
 def first_line(exc: BaseException, limit: int = 300) -> str:
-    """The first meaningful line of an exception message, without the JVM stack."""
+    """The first meaningful line of an exception message, without the JVM stack; an error of
+    Spark's Python workers with the worker's own error in it (not its traceback's header)."""
     java = getattr(exc, "java_exception", None)  # Py4JJavaError: the Java exception's own line
     text = str(java.toString()) if java is not None else str(exc).strip()
+    worker = python_worker_error(full_error_text(exc) if java is None else str(exc))
     for line in text.splitlines():
         line = line.strip()
         if line and not line.startswith(("at ", "JVM stacktrace", "Traceback")):
+            if worker and worker not in line:
+                line = f"{line.rstrip(': ')}: {worker}"
             return line if len(line) <= limit else line[: limit - 3] + "..."
-    return type(exc).__name__
+    return worker or type(exc).__name__
 
 
 def full_error_text(exc: BaseException) -> str:
@@ -76,7 +102,7 @@ def spark_error_text(exc: BaseException) -> str:
     """``[CLASS] message`` of the Spark error under any wrapper (a failed query wraps its cause
     in ``STREAM_FAILED``), up to the SQLSTATE or the end of the line."""
     text = full_error_text(exc)
-    for marker in _ERROR_CLASS.finditer(text):
+    for marker in ERROR_CLASS.finditer(text):
         if marker.group(1) != "STREAM_FAILED" and text[marker.end():marker.end() + 1] == " ":
             message = re.split(r" SQLSTATE|\n", text[marker.end() + 1:], maxsplit=1)[0]
             return f"[{marker.group(1)}] {message.strip()}"

@@ -55,6 +55,9 @@ class OffsetEntry:
     timestamp_ms: int
     conf: dict
     sources: list  # one entry per source: its offset as JSON (dict/str), or None
+    # Names of the sources, in the same order, where the query named them (offsets log v2,
+    # Spark's source evolution: a restart matches sources by name); None in a v1 log (by position).
+    source_names: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -191,11 +194,17 @@ class Checkpoint:
             raise RunbookError(f"batch {batch_id} has no offsets entry in {self.root}; batches with "
                                f"offsets: {id_ranges(self.offset_batch_ids)}")
         lines, meta = _read_log(self, rel, 1)
+        names = None
+        offsets = lines[2:]
+        if lines[0].strip() == "v2":  # "<name>:<offset>" per source
+            names = tuple(line.split(":", 1)[0] for line in offsets)
+            offsets = [line.split(":", 1)[1] if ":" in line else "" for line in offsets]
         return OffsetEntry(batch_id=batch_id,
                            watermark_ms=int(meta.get("batchWatermarkMs", 0)),
                            timestamp_ms=int(meta.get("batchTimestampMs", 0)),
                            conf=dict(meta.get("conf", {})),
-                           sources=[_parse_json_line(line) for line in lines[2:]])
+                           sources=[_parse_json_line(line) for line in offsets],
+                           source_names=names)
 
     def next_watermark_ms(self, batch_id: int) -> int | None:
         """The watermark the batch after ``batch_id`` applies (from ``commits/<batch_id>``)."""

@@ -8,10 +8,12 @@ One module per concern:
 - :mod:`.plan_text`: the changed query's sources, watermarks and operators from its plan;
 - :mod:`.pinned_settings`: what the checkpoint pins against what the job sets;
 - :mod:`.spark_check`: Spark's own restart checks, called by planning the changed query;
-- :mod:`.compare`: old against new, a verdict per difference, the prediction;
+- :mod:`.sources` and :mod:`.source_changes`: the sources of both sides, and what a restart
+  does with each change;
+- :mod:`.compare`: old against new, a row per aspect graded with Spark's rule;
 - :mod:`.rehearsal`: the changed query restarted for one batch on a scratch copy;
-- :mod:`.check`: all of it, and the decision; :mod:`.report`: lines, summary and what the demo
-  showed;
+- :mod:`.verdict`: the one rule (restarts, fails or unknown) and the rows it decides;
+- :mod:`.check`: all of it in order; :mod:`.report`: lines, summary and what the demo showed;
 - :mod:`.demo`: the demo job's three changes.
 """
 from .check import Check, add_rehearsal, check_query_change, halves
@@ -21,11 +23,14 @@ from .demo import (
     DEMO_JOB_FILE,
     DemoChange,
     demo_lines,
+    demo_verdicts,
+    expected_demo_verdicts,
     job_to_check,
     run_demo_changes,
 )
 from .load_job import DEFAULT_FUNCTION, JobQuery, load_job
 from .report import (
+    checks_lines,
     ignored_lines,
     prediction_line,
     rehearsal_lines,
@@ -39,8 +44,9 @@ from .report import (
 
 __all__ = [
     "Check", "add_rehearsal", "check_query_change", "halves", "job_to_check",
-    "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "demo_lines", "run_demo_changes",
+    "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "demo_lines", "demo_verdicts",
+    "expected_demo_verdicts", "run_demo_changes",
     "DEFAULT_FUNCTION", "JobQuery", "load_job",
-    "ignored_lines", "prediction_line", "rehearsal_lines", "side_by_side_lines", "summarize",
+    "checks_lines", "ignored_lines", "prediction_line", "rehearsal_lines", "side_by_side_lines", "summarize",
     "summary_details", "verdict_line", "verdict_lines", "what_this_showed",
 ]

@@ -1,10 +1,5 @@
-"""The whole check: compare, predict with Spark's own check, rehearse on a copy, decide.
-
-Where the prediction and the rehearsal differ, the rehearsal wins (it is what Spark did) and the
-difference is kept in ``Check.disagreement``. Where the rehearsal could not run or could not
-decide (no copy over Spark Connect outside Databricks, a source unreachable from here), the
-prediction stands and the check says which half ran.
-"""
+"""The whole check: compare old and new, run Spark's own check, rehearse on a copy, decide
+(:mod:`.verdict`: one rule, so that the verdict and every row agree)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,7 +12,10 @@ from .load_job import JobQuery, session_value
 from .pinned_settings import pinned_settings
 from .plan_text import explain_text, plan_facts
 from .rehearsal import Rehearsal, rehearse
+from .source_changes import compare_sources
+from .sources import checkpoint_sources, query_sources
 from .spark_check import Probe, probe
+from .verdict import Verdict, decide
 
 
 @dataclass
@@ -27,90 +25,102 @@ class Check:
     probe: Probe
     rehearsal: Rehearsal | None
     settings: list
+    verdict: Verdict
+    rehearse_asked: bool = True
 
     @property
     def restart(self) -> str:
-        if self.rehearsal is not None and self.rehearsal.conclusive:
-            return self.rehearsal.restart
-        return self.comparison.predicted_restart
+        return self.verdict.restart
+
+    @property
+    def status(self) -> str:
+        return self.verdict.status
 
     @property
     def error_class(self) -> str | None:
-        if self.rehearsal is not None and self.rehearsal.conclusive:
-            return self.rehearsal.error_class
-        return self.comparison.predicted_error_class
+        return self.verdict.error_class
 
     @property
     def rehearsed(self) -> bool:
-        return bool(self.rehearsal is not None and self.rehearsal.conclusive)
+        """The rehearsal gave Spark's answer (the batch ran, or Spark failed it)."""
+        return bool(self.rehearsal is not None and self.rehearsal.restart is not None)
+
+    @property
+    def prediction(self) -> tuple[str | None, str | None]:
+        """What the rows other than the rehearsal say: (restarts or fails, error class)."""
+        failing = [r for r in self.comparison.failing() if not r.aspect.startswith("rehearsal")]
+        return ("fails", failing[0].error_class) if failing else ("restarts", None)
 
     @property
     def disagreement(self) -> str | None:
         """How the rehearsal differs from the prediction (None when they agree)."""
         if not self.rehearsed:
             return None
-        predicted = (self.comparison.predicted_restart, self.comparison.predicted_error_class)
-        seen = (self.rehearsal.restart, self.rehearsal.error_class)
-        if predicted == seen:
+        predicted, seen = self.prediction, (self.rehearsal.restart, self.rehearsal.error_class)
+        if predicted[0] == seen[0] and (predicted[1] in (None, seen[1]) or seen[1] is None):
             return None
         return (f"predicted {predicted[0]}" + (f" ({predicted[1]})" if predicted[1] else "")
-                + f", Spark {seen[0]}" + (f" ({seen[1]})" if seen[1] else "")
-                + ": the rehearsal wins")
+                + f", Spark {seen[0]}" + (f" ({seen[1]})" if seen[1] else ""))
 
     @property
     def ignored_settings(self) -> list[str]:
         return [s.key for s in self.settings if s.ignored]
 
-    @property
-    def status(self) -> str:
-        if self.restart == "fails":
-            return "critical"
-        rows = self.comparison.differences()
-        if self.ignored_settings or any(r.verdict == "semantics" for r in rows):
-            return "warning"
-        return "ok"
 
-
-def check_query_change(spark, ckpt, job: JobQuery, rehearse_change: bool = True,
-                       scratch_dir: str = "") -> Check:
-    """Compare the changed query with the checkpoint, predict, rehearse, decide."""
+def compare_query(spark, ckpt, job: JobQuery) -> tuple[cmp.Comparison, Probe, list]:
+    """Every aspect old against new, and Spark's own check (not yet applied to the rows)."""
     newest = ckpt.offsets(ckpt.offset_batch_ids[-1])
     metadata_json = ckpt.fs.read_text(f"offsets/{newest.batch_id}").splitlines()[1]
     facts = plan_facts(explain_text(job.df))
     spark_check = probe(spark, ckpt, job, newest.batch_id, metadata_json, ckpt.query_id or
                         "00000000-0000-0000-0000-000000000000")
     old = state_layout(spark, ckpt.fs)
-    new_names = ([o.operator_name for o in spark_check.new_operators] if spark_check.available
-                 and spark_check.new_operators else facts.operators)
+    known = spark_check.new_operators if spark_check.new_known else None
+    new_names = [o.operator_name for o in known] if known is not None else facts.operators
     session = {k: session_value(spark, k) for k in ckpt.pinned_conf}
     settings = pinned_settings(ckpt.pinned_conf, job.job_conf, session)
     last = ckpt.last_committed_batch_id
     watermark = ckpt.watermark(last)[0] if last is not None else newest.watermark_ms
-    rows = (cmp.compare_operators(old, new_names, spark_check.new_operators or None)
-            + [cmp.compare_sources(len(newest.sources), facts.sources),
-               cmp.compare_output_mode(job.output_mode),
+    # A restart runs the batch after the last committed one (the newest, if it has no commit).
+    restart_batch = newest.batch_id if last != newest.batch_id else newest.batch_id + 1
+    source_verdicts = compare_sources(checkpoint_sources(ckpt, newest.batch_id),
+                                      query_sources(job.df), newest.source_names is not None,
+                                      spark)
+    rows = (cmp.compare_operators(old, new_names, known, restart_batch)
+            + cmp.compare_sources(source_verdicts)
+            + [cmp.compare_output_mode(job.output_mode),
                cmp.compare_watermarks(watermark, facts.watermarks)]
             + cmp.compare_settings(settings))
-    comparison = cmp.predict(cmp.Comparison(rows), spark_check)
-    check = Check(job, comparison, spark_check, None, settings)
+    return cmp.Comparison(rows), spark_check, settings
+
+
+def check_query_change(spark, ckpt, job: JobQuery, rehearse_change: bool = True,
+                       scratch_dir: str = "") -> Check:
+    """Compare the changed query with the checkpoint, run Spark's check, rehearse, decide."""
+    comparison, spark_check, settings = compare_query(spark, ckpt, job)
+    check = Check(job, comparison, spark_check, None, settings,
+                  decide(comparison, spark_check, None, False), False)
     return add_rehearsal(check, spark, ckpt, scratch_dir) if rehearse_change else check
 
 
 def add_rehearsal(check: Check, spark, ckpt, scratch_dir: str = "") -> Check:
-    """Restart the changed query for one batch on a scratch copy (:mod:`.rehearsal`)."""
+    """Restart the changed query for one batch on a scratch copy (:mod:`.rehearsal`); then
+    decide again."""
     check.rehearsal = rehearse(spark, ckpt, check.job, scratch_dir)
+    check.rehearse_asked = True
+    check.verdict = decide(check.comparison, check.probe, check.rehearsal, True)
     return check
 
 
 def halves(check: Check, spark) -> str:
-    """Which halves ran, in one line."""
+    """Which checks ran, in one line."""
     prediction = ("Spark's own check" if check.probe.available else
                   f"the files and the plan ({check.probe.reason})")
     if check.rehearsal is None:
         rehearsal = "not asked (rehearse=False)"
-    elif check.rehearsal.conclusive:
+    elif check.rehearsed:
         rehearsal = f"ran batch {check.rehearsal.batch_id} on a copy"
     else:
-        rehearsal = check.rehearsal.note or "inconclusive"
+        rehearsal = check.rehearsal.note or "no answer"
     kind = "Spark Connect" if is_connect(spark) else "classic"
     return f"prediction: {prediction}; rehearsal: {rehearsal} ({kind} session)"

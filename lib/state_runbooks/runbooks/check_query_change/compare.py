@@ -1,15 +1,16 @@
-"""Old against new, side by side, and a verdict per difference with Spark's rule behind it.
+"""Old against new, side by side: one row per aspect a restart depends on, each graded with the
+rule Spark applies to it.
 
 The old side is the checkpoint: its operator metadata and schema files, the sources of its
 newest offsets entry, its watermark and its pinned settings. The new side is the changed query:
 the operators and schemas Spark's planning writes for it (:mod:`.spark_check`), else what its
 explain says, its sources and watermarks, and the settings the job's code makes.
 
-A difference is ``fails`` (a restart raises Spark's error class), ``ignored`` (Spark replaces
-the job's value with the pinned one), ``semantics`` (it restarts, but not as the change
-intends), ``accepted`` or ``unknown`` (not decidable from here). Where Spark's own check ran,
-its error class is the prediction; the comparisons here explain it and cover what it does not
-check (the number of sources is checked earlier, when a restart reads the offsets log).
+A row's grade is what a restart does with that aspect: ``same``; ``accepted`` (it restarts as
+the change intends); ``changes`` (it restarts, but not as the change intends); ``ignored`` (Spark
+replaces the job's value with the pinned one); ``fails`` (the restart raises); ``unknown`` (not
+decidable from here). The grades here mirror Spark's rules; :mod:`.verdict` then sets the rows
+that Spark's own check and the rehearsal decide, and draws the verdict from all of them.
 """
 from __future__ import annotations
 
@@ -19,30 +20,32 @@ from dataclasses import dataclass, field
 from . import schemas
 from .layout import OperatorState
 from .pinned_settings import PinnedSetting, short
+from .source_changes import SourceVerdict
 
-SOURCES_CHANGED = "STREAM_FAILED"  # an assertion inside STREAM_FAILED: Spark gives it no class
 OPERATOR_NOT_MATCH = "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
-SEVERITY = {"fails": "critical", "ignored": "warning", "semantics": "warning",
-            "accepted": "info", "unknown": "info"}
+SOURCES = "sources"  # a source's row carries the sentence Spark fails with, not an error class
+SHOWN_WHOLE = 43  # characters of a schema a row shows whole; a longer one from its first change
+GRADES = ("same", "accepted", "changes", "ignored", "fails", "unknown")
+SEVERITY = {"fails": "critical", "ignored": "warning", "changes": "warning",
+            "unknown": "warning", "accepted": "info", "same": "info"}
 
+NEW_CHECKPOINT = "or start a new checkpoint from the logged offsets and let the state build up again"
 ACTIONS = {
     schemas.KEY_NOT_COMPATIBLE: "keep the old key (the same grouping, deduplication or join "
-                                "columns with the same types), or start a new checkpoint from "
-                                "the logged offsets and let the state build up again",
+                                f"columns with the same types), {NEW_CHECKPOINT}",
     schemas.VALUE_NOT_COMPATIBLE: "keep the old state value (the same aggregates or state "
-                                  "fields), or start a new checkpoint from the logged offsets",
+                                  f"fields), {NEW_CHECKPOINT}",
     OPERATOR_NOT_MATCH: "keep the stateful operators and their order (add new stateful steps "
-                        "in a new query), or start a new checkpoint from the logged offsets",
-    SOURCES_CHANGED: "keep the same sources in the same order, or start a new checkpoint from "
-                     "the logged offsets",
+                        f"in a new query), {NEW_CHECKPOINT}",
+    SOURCES: f"keep the sources as they were (the same kind, what they read, their order), "
+             f"{NEW_CHECKPOINT}",
 }
 RULES = {
     schemas.KEY_NOT_COMPATIBLE: "Spark's StateSchemaCompatibilityChecker: same fields, order "
                                 "and types (names aside; a field may become non-nullable)",
     schemas.VALUE_NOT_COMPATIBLE: "Spark's StateSchemaCompatibilityChecker, on the value",
-    OPERATOR_NOT_MATCH: "the operator metadata: operator i must be the same operator",
-    SOURCES_CHANGED: "the offsets log holds one offset per source, in order: the counts must "
-                     "match",
+    OPERATOR_NOT_MATCH: "IncrementalExecution checks operator i of the new plan against the "
+                        "operator metadata of id i, on a restart at a batch after 0",
 }
 
 
@@ -51,10 +54,11 @@ class Difference:
     aspect: str
     old: str
     new: str
-    verdict: str  # same, accepted, fails, ignored, semantics, unknown
+    verdict: str  # one of GRADES
     rule: str = ""
     error_class: str | None = None
     action: str = ""
+    message: str = ""  # Spark's own words where it fails (its message, or the assertion's)
 
     @property
     def severity(self) -> str:
@@ -64,16 +68,12 @@ class Difference:
 @dataclass
 class Comparison:
     rows: list[Difference] = field(default_factory=list)
-    predicted_error_class: str | None = None
-    predicted_message: str = ""
-    by_spark_check: bool = False  # the prediction comes from Spark's own check
-
-    @property
-    def predicted_restart(self) -> str:
-        return "fails" if self.predicted_error_class else "restarts"
 
     def differences(self) -> list[Difference]:
         return [r for r in self.rows if r.verdict != "same"]
+
+    def failing(self) -> list[Difference]:
+        return [r for r in self.rows if r.verdict == "fails"]
 
 
 def _ops_line(names: list[str]) -> str:
@@ -81,31 +81,33 @@ def _ops_line(names: list[str]) -> str:
 
 
 def compare_operators(old: list[OperatorState], new_names: list[str],
-                      new: list[OperatorState] | None) -> list[Difference]:
+                      new: list[OperatorState] | None, restart_batch: int) -> list[Difference]:
+    """The stateful operators (Spark's metadata check, mirrored), then each store's schemas
+    (``new`` None: the changed query's schemas are not known here)."""
     old_names = [o.operator_name for o in old]
-    rows = []
+    aspect = "stateful operators"
     if old_names == new_names:
-        rows.append(Difference("stateful operators", _ops_line(old_names), _ops_line(new_names),
-                               "same"))
-    elif new_names[:len(old_names)] == old_names or old_names[:len(new_names)] != new_names:
-        # Spark checks each operator of the new plan against the metadata of the same id.
-        rows.append(Difference("stateful operators", _ops_line(old_names),
-                               _ops_line(new_names), "fails", RULES[OPERATOR_NOT_MATCH],
-                               OPERATOR_NOT_MATCH, ACTIONS[OPERATOR_NOT_MATCH]))
+        rows = [Difference(aspect, _ops_line(old_names), _ops_line(new_names), "same")]
+    elif "unknown" in old_names:
+        rows = [Difference(aspect, _ops_line(old_names), _ops_line(new_names), "unknown",
+                           "without operator metadata Spark skips its operator check; the "
+                           "state of operator i is read by whichever operator the new plan "
+                           "numbers i")]
+    elif restart_batch == 0:
+        rows = [Difference(aspect, _ops_line(old_names), _ops_line(new_names), "accepted",
+                           RULES[OPERATOR_NOT_MATCH],
+                           action="the restart runs batch 0 again: Spark does not check the "
+                                  "operators, and the new ones start with empty state")]
     else:
-        rows.append(Difference(
-            "stateful operators", _ops_line(old_names), _ops_line(new_names), "semantics",
-            "Spark checks the operators the new plan has; a state left behind is not checked",
-            action="operators " + ", ".join(f"{o.operator_id} ({o.operator_name})"
-                                            for o in old[len(new_names):])
-            + " keep their state in the checkpoint but no longer run: if that is the intent, "
-              "a new checkpoint from the logged offsets leaves nothing behind"))
-    if new is None:
-        return rows
-    by_id = {o.operator_id: o for o in new}
+        rows = [Difference(aspect, _ops_line(old_names), _ops_line(new_names), "fails",
+                           RULES[OPERATOR_NOT_MATCH], OPERATOR_NOT_MATCH,
+                           ACTIONS[OPERATOR_NOT_MATCH])]
+    by_id = {o.operator_id: o for o in new or []}
     for op in old:
         other = by_id.get(op.operator_id)
-        if other is None or other.operator_name != op.operator_name:
+        if other is not None and other.operator_name != op.operator_name:
+            continue  # another operator at this id: the operators' row says it
+        if new is not None and other is None:
             continue
         for store in op.stores:
             for family in store.families or [None]:
@@ -114,38 +116,55 @@ def compare_operators(old: list[OperatorState], new_names: list[str],
 
 
 def _compare_family(op, store_name, family, other) -> list[Difference]:
-    label = f"{op.operator_id} {op.operator_name} {store_name}"
+    label = f"{op.operator_id} {op.operator_name}"
     if family is None:
-        return [Difference(f"{label}: schema", "no schema file readable from here", "-",
-                           "unknown")]
-    if family.name != "default":
-        label += f" {family.name}"
+        return [Difference(f"{label} {store_name}: schema", "no schema file readable from here",
+                           "-", "unknown", "Spark checks the schema it wrote; it is not "
+                           "readable from here")]
+    # A store's column families (transformWithState's variables, a join's four stores in state
+    # format 3) are named by the family alone; a plain store by its name.
+    label += f" {family.name if family.name != 'default' else store_name}"
+    if other is None:
+        return [Difference(f"{label}: {part}", schemas.show(stored), "not known here",
+                           "unknown", "the changed query's state schema comes from Spark's "
+                           "planning, which only a classic session can call")
+                for part, stored in (("key", family.key), ("value", family.value))]
     mine = other.family(store_name, family.name)
     if mine is None:
         return [Difference(f"{label}: schema", schemas.show(family.key), "not in the new query",
-                           "unknown", "Spark checks the column families the new query has")]
+                           "accepted", "Spark checks the column families the new query has",
+                           action="the state variable is no longer used; its state stays in "
+                                  "the checkpoint")]
     rows = []
     for part, stored, new, error in (("key", family.key, mine.key, schemas.KEY_NOT_COMPATIBLE),
                                      ("value", family.value, mine.value,
                                       schemas.VALUE_NOT_COMPATIBLE)):
         change = schemas.difference(new, stored)
         if change == "same":
-            verdict, rule, action, cls = "same", "", "", None
-        elif schemas.compatible(new, stored):
-            verdict, rule, action, cls = "accepted", RULES[error], f"accepted: {change}", None
+            rows.append(Difference(f"{label}: {part}", schemas.show(stored), schemas.show(new),
+                                   "same"))
+            continue
+        old_text, new_text = schemas.show(stored), schemas.show(new)
+        if max(len(old_text), len(new_text)) > SHOWN_WHOLE:  # the part that changed
+            old_text, new_text = schemas.changed_fields(new, stored)
+        if schemas.compatible(new, stored):
+            verdict, action, cls = "accepted", f"accepted: {change}", None
         else:
-            verdict, rule, action, cls = "fails", RULES[error], ACTIONS[error], error
-        rows.append(Difference(f"{label}: {part}", schemas.show(stored), schemas.show(new),
-                               verdict, rule, cls, action or change))
+            verdict, action, cls = "fails", f"{change}: {ACTIONS[error]}", error
+        rows.append(Difference(f"{label}: {part}", old_text, new_text, verdict, RULES[error],
+                               cls, action))
     return rows
 
 
-def compare_sources(old_count: int, new_sources: list[str]) -> Difference:
-    new = f"{len(new_sources)}: {', '.join(new_sources)}" if new_sources else "0"
-    if old_count == len(new_sources):
-        return Difference("sources", str(old_count), new, "same")
-    return Difference("sources", str(old_count), new, "fails", RULES[SOURCES_CHANGED],
-                      SOURCES_CHANGED, ACTIONS[SOURCES_CHANGED])
+def compare_sources(verdicts: list[SourceVerdict]) -> list[Difference]:
+    """One row per source (:mod:`.sources` decides each)."""
+    rows = []
+    for v in verdicts:
+        aspect = v.label if v.label == "sources" else f"source {v.label}".replace(
+            "source source", "source")
+        action = {"fails": ACTIONS[SOURCES], "changes": v.why, "unknown": v.why}.get(v.verdict, "")
+        rows.append(Difference(aspect, v.old, v.new, v.verdict, v.why, None, action, v.error))
+    return rows
 
 
 def compare_watermarks(watermark_ms: int, new: list[tuple[str, str]]) -> Difference:
@@ -154,7 +173,7 @@ def compare_watermarks(watermark_ms: int, new: list[tuple[str, str]]) -> Differe
     old = f"at {when} (columns and delays are not recorded)"
     shown = ", ".join(f"{c} {d}" for c, d in new) or "none"
     if watermark_ms and not new:
-        return Difference("watermarks", old, shown, "semantics",
+        return Difference("watermarks", old, shown, "changes",
                           "without a watermark the state is never evicted",
                           action="keep a watermark, or the state grows without bound")
     return Difference("watermarks", old, shown, "accepted",
@@ -189,25 +208,3 @@ def compare_settings(settings: list[PinnedSetting]) -> list[Difference]:
             rows.append(Difference(f"setting {s.key}", short(s.key, s.pinned),
                                    short(s.key, s.job_value or s.session_value), "same"))
     return rows
-
-
-def predict(comparison: Comparison, spark_check=None) -> Comparison:
-    """The prediction: Spark's own check where it ran, the comparisons elsewhere. A change of
-    sources fails first (a restart reads the offsets log before it plans)."""
-    failing = [r for r in comparison.rows if r.verdict == "fails"]
-    sources = next((r for r in failing if r.error_class == SOURCES_CHANGED), None)
-    if sources is not None:
-        comparison.predicted_error_class = SOURCES_CHANGED
-        comparison.predicted_message = "the number of sources differs from the offsets log's"
-    elif spark_check is not None and spark_check.available:
-        comparison.by_spark_check = True
-        comparison.predicted_error_class = spark_check.error_class
-        comparison.predicted_message = spark_check.message
-        for row in comparison.rows:  # Spark's check decides; the rows say where
-            if row.verdict == "fails" and row.error_class != spark_check.error_class:
-                row.verdict, row.error_class = "accepted", None
-                row.action = f"Spark's own check accepts it ({row.action})"
-    elif failing:
-        comparison.predicted_error_class = failing[0].error_class
-        comparison.predicted_message = f"{failing[0].aspect}: {failing[0].old} -> {failing[0].new}"
-    return comparison

@@ -21,6 +21,16 @@ CHANGES = (
 )
 
 
+# What Spark does with each change, where every check ran: (status, restart, error class,
+# ignored settings). Where one could not run (Spark Connect, no copy, rehearse=False) the
+# answer is "unknown", never "restarts".
+EXPECTED = {
+    "build_filtered": ("ok", "restarts", None, []),
+    "build_with_max": ("critical", "fails", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", []),
+    "build_more_partitions": ("warning", "restarts", None, ["spark.sql.shuffle.partitions"]),
+}
+
+
 @dataclass
 class DemoChange:
     function: str
@@ -37,12 +47,33 @@ def run_demo_changes(spark, ckpt, rehearse_change: bool = True) -> list[DemoChan
     return out
 
 
+def demo_verdicts(changes: list[DemoChange]) -> dict:
+    """Each change's (status, restart, error class, ignored settings)."""
+    return {c.function: (c.check.status, c.check.restart, c.check.error_class,
+                         c.check.ignored_settings) for c in changes}
+
+
+def expected_demo_verdicts(changes: list[DemoChange]) -> dict:
+    """:data:`EXPECTED` where every check of a change ran; else ``unknown``, a warning."""
+    out = {}
+    for c in changes:
+        every = not c.check.verdict.not_checked
+        status, restart, error, ignored = EXPECTED[c.function]
+        out[c.function] = ((status, restart, error, ignored) if every or restart == "fails"
+                           and c.check.probe.available else
+                           ("warning", "unknown", None, ignored))
+    return out
+
+
 def demo_lines(changes: list[DemoChange]) -> list[str]:
     lines = []
     for c in changes:
         check = c.check
         agree = ("rehearsal agrees" if check.rehearsed and not check.disagreement else
                  check.disagreement or "not rehearsed")
+        if check.restart == "unknown":
+            agree = "not checked here: " + ", ".join(n.split(":")[0]
+                                                      for n in check.verdict.not_checked)
         lines.append(f"{c.function} ({c.description}): {check.status}, {check.restart}"
                      + (f" with {check.error_class}" if check.error_class else "")
                      + (f", ignored: {', '.join(check.ignored_settings)}"

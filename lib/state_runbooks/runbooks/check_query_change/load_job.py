@@ -1,6 +1,7 @@
 """The changed query, as the job builds it: import the job's own Python file, call its function
 with the session, and take what it returns apart (the streaming DataFrame, the output mode, the
-trigger, the sink and its options), without starting anything.
+trigger, the sink and its options), without starting anything. The modules beside the job's file
+go to Spark's Python workers first, as ``--py-files`` would send them.
 
 The settings the job's code makes on the session (``spark.conf.set`` inside the function) are
 recorded and taken back from this session afterwards: the checks and the rehearsal apply them
@@ -15,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, first_line
-from state_runbooks.session.spark_session import conf_value, is_connect
+from state_runbooks.session.spark_session import conf_value, is_connect, session_conf
 
 DEFAULT_FUNCTION = "build"
 DEFAULT_OUTPUT_MODE = "append"  # what Spark uses when the writer names none
@@ -72,6 +73,65 @@ def _import_file(path: str):
     return module
 
 
+_PACKAGE_DEPTH = 6  # sub-packages of the job's folder shipped with it
+_MAX_SHIPPED_FILES = 2000
+
+
+def job_modules(path: str) -> dict[str, str]:
+    """The Python modules beside the job's file, as its imports find them: the ``.py`` files of
+    its folder and of the packages below it (folders with ``__init__.py``), by archive name."""
+    folder = os.path.dirname(os.path.abspath(path))
+    found = {}
+    for current, dirs, files in os.walk(folder):
+        rel = os.path.relpath(current, folder)
+        depth = 0 if rel == "." else rel.count(os.sep) + 1
+        if depth and not os.path.isfile(os.path.join(current, "__init__.py")):
+            dirs[:] = []
+            continue
+        if depth >= _PACKAGE_DEPTH:
+            dirs[:] = []
+        dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
+        for name in files:
+            if name.endswith(".py"):
+                found[os.path.normpath(os.path.join(rel, name))] = os.path.join(current, name)
+                if len(found) > _MAX_SHIPPED_FILES:
+                    raise RunbookError(f"the folder of query_file {path} holds more than "
+                                       f"{_MAX_SHIPPED_FILES} Python modules: put the job's "
+                                       "file in a folder of its own (with what it imports)")
+    return found
+
+
+def ship_job_folder(spark, path: str) -> str:
+    """Make the job's folder importable on Spark's Python workers, as ``--py-files`` would: its
+    modules in one archive (named by its content) added to the session. Returns the archive."""
+    import tempfile
+    import zipfile
+    modules = job_modules(path)
+    digest = hashlib.sha1()
+    for name in sorted(modules):
+        digest.update(name.encode())
+        with open(modules[name], "rb") as handle:
+            digest.update(handle.read())
+    archive = os.path.join(tempfile.gettempdir(),
+                           f"state-runbooks-job-{digest.hexdigest()[:16]}.zip")
+    if not os.path.exists(archive):
+        partial = f"{archive}.{os.getpid()}"
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
+            for name, source in sorted(modules.items()):
+                out.write(source, name)
+        os.replace(partial, archive)
+    if archive not in _SHIPPED.setdefault(id(spark), set()):
+        if is_connect(spark):
+            spark.addArtifacts(archive, pyfile=True)
+        else:
+            spark.sparkContext.addPyFile(archive)
+        _SHIPPED[id(spark)].add(archive)
+    return archive
+
+
+_SHIPPED: dict[int, set] = {}  # per session: the archives it has
+
+
 def _session_settings(spark) -> dict:
     """Every setting made on the session (``SET`` lists the ones not at their default)."""
     return {row[0]: row[1] for row in spark.sql("SET").collect()}
@@ -107,6 +167,9 @@ def load_job(spark, query_file: str, query_function: str = DEFAULT_FUNCTION) -> 
                        getattr(v, "__module__", None) == module.__name__)
         raise RunbookError(f"query_file {path} has no function {name!r}: pass query_function, "
                            f"one of: {', '.join(found) or 'none defined there'}")
+    # Python functions carry the session's --py-files as they are when the query is built: the
+    # job's folder goes first, so that Spark's Python workers import what the job imports.
+    ship_job_folder(spark, path)
     before = _session_settings(spark)
     try:
         built = function(spark)
@@ -115,7 +178,8 @@ def load_job(spark, query_file: str, query_function: str = DEFAULT_FUNCTION) -> 
         raise RunbookError(f"{name}(spark) in {path} raised {type(exc).__name__}: "
                            f"{first_line(exc)}") from None
     job_conf = _restore(spark, before, _session_settings(spark))
-    job = _take_apart(built, name, path)
+    with session_conf(spark, job_conf):  # what it returns may be analysed only with them
+        job = _take_apart(built, name, path)
     job.job_conf, job.source_file, job.function = job_conf, path, name
     return job
 

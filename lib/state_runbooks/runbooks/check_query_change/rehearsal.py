@@ -17,7 +17,13 @@ import datetime as dt
 import time
 from dataclasses import dataclass, field
 
-from state_runbooks.common.errors import RunbookError, first_line, full_error_text
+from state_runbooks.common.errors import (
+    ERROR_CLASS,
+    RunbookError,
+    first_line,
+    full_error_text,
+    python_worker_error,
+)
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.state_files import STATE_FILE_PATTERN, zip_ssts
 from state_runbooks.session.spark_session import progress_dict, session_conf
@@ -25,10 +31,6 @@ from state_runbooks.session.spark_session import progress_dict, session_conf
 from .spark_check import checked_files, copy_pointing_here
 
 TIMEOUT_SECONDS = 600
-# Error classes of a restart that the rehearsal proves; any other failure (a source this machine
-# cannot reach, the job's own code) leaves the prediction standing.
-RESTART_ERROR_PREFIXES = ("STATE_STORE_", "STREAMING_", "STDS_", "CANNOT_LOAD_STATE_STORE",
-                          "STATE_SCHEMA", "STREAM_FAILED")
 SOURCES_ASSERTION = "sources in the checkpoint offsets"
 
 
@@ -43,11 +45,11 @@ class CopyPlan:
 
 @dataclass
 class Rehearsal:
-    ran: bool | None  # True: the batch ran; False: Spark failed it; None: not run or inconclusive
+    ran: bool | None  # True: the batch ran; False: Spark failed it; None: not run, or no answer
     batch_id: int | None = None
-    error_class: str | None = None
+    error_class: str | None = None  # Spark's error class, else the exception's type
     message: str = ""
-    conclusive: bool = False  # the outcome says what a restart does
+    attempted: bool = False  # the changed query was started on a copy
     seconds: float = 0.0
     copy: CopyPlan | None = None
     shuffle_partitions: list[int] = field(default_factory=list)  # from the batch's progress
@@ -57,9 +59,8 @@ class Rehearsal:
 
     @property
     def restart(self) -> str | None:
-        if not self.conclusive:
-            return None
-        return "restarts" if self.ran else "fails"
+        """What Spark did: ``restarts`` or ``fails``; None without an answer."""
+        return None if self.ran is None else "restarts" if self.ran else "fails"
 
 
 def _loads(files: dict, version: int) -> list[str]:
@@ -135,17 +136,9 @@ def _remove(spark, fs) -> bool:
 def error_class_of(exc: BaseException) -> str | None:
     """The innermost Spark error class of a failed restart (``STREAM_FAILED`` only when it
     wraps nothing with a class)."""
-    from state_runbooks.common.errors import _ERROR_CLASS
-    classes = [m.group(1) for m in _ERROR_CLASS.finditer(full_error_text(exc))]
+    classes = [m.group(1) for m in ERROR_CLASS.finditer(full_error_text(exc))]
     inner = [c for c in classes if c != "STREAM_FAILED"]
     return inner[0] if inner else (classes[0] if classes else None)
-
-
-def _conclusive(error_class: str | None, text: str) -> bool:
-    if SOURCES_ASSERTION in text:
-        return True
-    return bool(error_class) and error_class.startswith(RESTART_ERROR_PREFIXES) and not (
-        error_class == "STREAM_FAILED")
 
 
 def rehearse(spark, ckpt, job, scratch_dir: str = "",
@@ -159,7 +152,7 @@ def rehearse(spark, ckpt, job, scratch_dir: str = "",
         return Rehearsal(None, plan.batch_id, copy=plan, note=(
             "not run: this Spark Connect session cannot copy files (no dbutils.fs); run it from "
             "a classic session, or on Databricks"))
-    result = Rehearsal(None, plan.batch_id, copy=plan)
+    result = Rehearsal(None, plan.batch_id, copy=plan, attempted=True)
     try:
         for rel in plan.files:
             copy_pointing_here(ckpt.fs, copy, rel)
@@ -188,37 +181,38 @@ def _run(spark, job, path: str, batch_id: int, timeout_seconds: float, out: Rehe
             return
         progress = [progress_dict(p) for p in query.recentProgress]
         ran = [p for p in progress if p.get("batchId") == batch_id]
-        out.ran, out.conclusive = True, bool(ran)
         if ran:
+            out.ran = True
             out.shuffle_partitions = sorted({op.get("numShufflePartitions") for op in
                                              ran[-1].get("stateOperators", [])} - {None})
             out.input_rows = ran[-1].get("numInputRows")
         else:
-            out.note = "no batch ran (the source returned no data for the logged offsets)"
-    except Exception as exc:  # noqa: BLE001 - what Spark raised is the result
+            out.note = "the batch did not run (the source returned no data for its logged offsets)"
+    except Exception as exc:  # noqa: BLE001 - what Spark raised is the answer
         text = full_error_text(exc)
-        out.error_class = error_class_of(exc)
-        out.message = _spark_message(text)
         out.ran = False
-        out.conclusive = _conclusive(out.error_class, text)
-        if not out.conclusive:
-            out.ran = None
-            out.note = ("the batch did not run here, for a reason that is not a restart check "
-                        "(a source this machine cannot read, the job's own code): the "
-                        "prediction stands")
+        out.error_class = error_class_of(exc) or type(exc).__name__
+        out.message = _spark_message(text)
     finally:
         if query is not None and query.isActive:
             query.stop()
 
 
 def _spark_message(text: str) -> str:
-    """The failing check's own sentence: after the innermost error class, or the assertion."""
-    from state_runbooks.common.errors import _ERROR_CLASS
+    """The failing check's own sentence: after the innermost error class, the assertion, or
+    what the query terminated with; a Python worker's own error where one raised."""
+    worker = python_worker_error(text)
+    if worker:
+        return worker
     if SOURCES_ASSERTION in text:
         start = text.find("There are [")
         return text[start:text.find("Cannot continue.", start) + len("Cannot continue.")]
-    marks = [m for m in _ERROR_CLASS.finditer(text) if m.group(1) != "STREAM_FAILED"]
+    marks = [m for m in ERROR_CLASS.finditer(text) if m.group(1) != "STREAM_FAILED"]
     if marks:
-        rest = text[marks[0].start():]
+        rest = text[marks[0].end():]
         return " ".join(rest.split("\n")[:2]).split(" SQLSTATE")[0].strip()
+    ended = text.find("terminated with exception: ")
+    if ended >= 0:
+        return text[ended + len("terminated with exception: "):].split("\n")[0] \
+            .split(" SQLSTATE")[0].strip()
     return text.strip().splitlines()[0] if text.strip() else ""

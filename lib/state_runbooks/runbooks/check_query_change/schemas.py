@@ -144,11 +144,44 @@ def show(schema: dict | None) -> str:
     return kind(schema)[1:-1] if schema.get("type") == "struct" else kind(schema)
 
 
+def _without_metadata(t):
+    """A type without its fields' metadata (Spark keeps e.g. the watermark delay there; its
+    schema check ignores it)."""
+    if isinstance(t, dict):
+        return {k: _without_metadata(v) for k, v in t.items() if k != "metadata"}
+    if isinstance(t, list):
+        return [_without_metadata(v) for v in t]
+    return t
+
+
+def same(new: dict | None, stored: dict | None) -> bool:
+    """Equal as Spark's check sees them: field metadata aside."""
+    return new is not None and stored is not None and \
+        _without_metadata(new) == _without_metadata(stored)
+
+
+def changed_fields(new: dict, stored: dict) -> tuple[str, str]:
+    """Both schemas shown from their first differing field on (the fields before it counted),
+    so that a long key's change is visible in a short column."""
+    a, b = new.get("fields", []), stored.get("fields", [])
+    first = 0
+    while first < min(len(a), len(b)) and _without_metadata(a[first]) == \
+            _without_metadata(b[first]):
+        first += 1
+    lead = f"{first} same field{'s' if first != 1 else ''}, " if first else ""
+
+    def part(fields):
+        rest = show({"type": "struct", "fields": fields[first:]}) or "nothing after them"
+        return lead + rest
+
+    return part(b), part(a)
+
+
 def difference(new: dict | None, stored: dict | None) -> str:
     """What changed between two schemas, in a few words."""
     if new is None or stored is None:
         return "not comparable from here"
-    if new == stored:
+    if same(new, stored):
         return "same"
     a, b = new.get("fields", []), stored.get("fields", [])
     if len(a) != len(b):
@@ -164,4 +197,8 @@ def difference(new: dict | None, stored: dict | None) -> str:
                    f"{show({'type': 'struct', 'fields': [x]})}"
         if x["nullable"] and not y["nullable"]:
             return f"{x['name']} becomes nullable"
-    return "field names only" if compatible(new, stored) else "changed"
+    if compatible(new, stored):
+        renamed = [f"{y['name']} -> {x['name']}" for x, y in zip(a, b) if x["name"] != y["name"]]
+        return ("names only: " + ", ".join(renamed) + " (Spark compares types, not names)"
+                if renamed else "nullability only")
+    return "changed"

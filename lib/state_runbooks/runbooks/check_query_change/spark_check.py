@@ -54,6 +54,7 @@ class Probe:
     available: bool  # whether Spark's planning could be called here
     reason: str = ""  # why not
     new_operators: list[OperatorState] = field(default_factory=list)
+    new_known: bool = False  # Spark's planning showed the changed query's operators and schemas
     error_class: str | None = None  # Spark's check against the checkpoint: None when it passed
     message: str = ""
     seconds: float = 0.0
@@ -140,10 +141,15 @@ def probe(spark, ckpt, job, batch_id: int, metadata_json: str, query_id: str) ->
             # looks for its logs there).
             for log in ("offsets", "commits"):
                 os.makedirs(os.path.join(folder, "fresh", log))
-            new_operators, fresh_note = [], ""
+            # A new query logs batch 0's offsets before it plans it; operators whose metadata
+            # is v2 (transformWithState, join state format 3) find their batch through it.
+            with open(os.path.join(folder, "fresh", "offsets", "0"), "w") as entry:
+                entry.write(f"v1\n{metadata_json}\n")
+            new_operators, fresh_note, new_known = [], "", False
             try:
                 _plan(spark, job, f"file:{folder}/fresh/state", 0, metadata_json, query_id)
                 new_operators = state_layout(spark, open_fs(spark, f"file:{folder}/fresh"))
+                new_known = True
             except Exception as exc:  # noqa: BLE001 - see below
                 inner = _unwrap(exc)
                 if isinstance(exc, (LookupError, KeyError)) or spark_error_class(inner) is None:
@@ -168,7 +174,8 @@ def probe(spark, ckpt, job, batch_id: int, metadata_json: str, query_id: str) ->
                 inner = _unwrap(exc)
                 error_class = spark_error_class(inner) or type(inner).__name__
                 message = _message(inner)
-        return Probe(True, fresh_note, new_operators=new_operators, error_class=error_class,
+        return Probe(True, fresh_note, new_operators=new_operators, new_known=new_known,
+                     error_class=error_class,
                      message=message or "", seconds=time.perf_counter() - start)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -177,4 +184,5 @@ def probe(spark, ckpt, job, batch_id: int, metadata_json: str, query_id: str) ->
 def _message(exc) -> str:
     """Spark's message in one line, without the remedy paragraphs it appends."""
     text = str(exc.getMessage()) if not isinstance(exc, BaseException) else str(exc)
-    return " ".join(text.split("\n")[:2]).strip()
+    line = " ".join(text.split("\n")[:2]).split(" SQLSTATE")[0].strip()
+    return re.sub(r"^\[[A-Z0-9_.]+\]\s*", "", line)  # the class is said beside it

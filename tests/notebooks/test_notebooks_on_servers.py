@@ -108,6 +108,32 @@ def test_query_change_over_connect_is_unknown_and_stops_a_warning_gate(connect_s
 
 @pytest.mark.slow
 @pytest.mark.notebook
+@tiers.EXTENDED  # make test: the worker's error text is read by a unit test (test_errors)
+def test_a_connect_server_whose_workers_lack_pyarrow_runs_the_rest_of_03(run_notebook, tmp_path):
+    """A Spark Connect server started with a Python that has neither pandas nor pyarrow (a bare
+    virtual environment): 03's demo step on PySpark's stateful APIs says what its workers lack,
+    and the rest of the runbook runs."""
+    import venv
+
+    from state_runbooks.session.local_servers import start_connect_server
+    bare = tmp_path / "bare-python"
+    venv.create(bare, with_pip=False)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYSPARK_PYTHON", str(bare / "bin" / "python"))
+        server = start_connect_server(str(tmp_path / "server.log"))
+    try:
+        result = run_notebook("03_inspect_state", spark_master=server.url)
+    finally:
+        server.stop()
+    assert result.summary["status"] in ("ok", "warning")
+    said = "\n".join(o.get("text", "") for c in nbformat.read(str(result.notebook), 4).cells
+                     if c.cell_type == "code" for o in c.get("outputs", []))
+    assert ("applyInPandasWithState (demo pandas_with_state): not run here: ModuleNotFoundError: "
+            "No module named 'pyarrow' on Spark's Python workers") in said
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
 def test_inspect_over_connect_on_a_checkpoint_it_never_wrote_gives_the_reader_figures(
         spark, connect_server, run_notebook, tmp_path):
     """A query none of the demos is: an aggregation on a composite key, written here."""

@@ -55,12 +55,12 @@ _MISSING_MODULE = re.compile(r"No module named '([^']+)'")
 def python_worker_error(text: str) -> str | None:
     """The error a Spark Python worker raised (its traceback's last line), in a text that carries
     one; a missing module says where it is missing."""
-    start = text.rfind("Traceback (most recent call last)")
-    if start < 0:
-        return None
-    for line in text[start:].splitlines()[1:]:
-        match = _PYTHON_ERROR.match(line.rstrip())
-        if match:
+    starts = [m.end() for m in re.finditer(r"Traceback \(most recent call last\):?\n", text)]
+    for start in reversed(starts):
+        for line in text[start:].splitlines():
+            match = _PYTHON_ERROR.match(line.rstrip())
+            if not match:
+                continue
             missing = _MISSING_MODULE.search(match.group(2))
             if missing:
                 return (f"{match.group(1)}: No module named '{missing.group(1)}' on Spark's "
@@ -68,6 +68,13 @@ def python_worker_error(text: str) -> str | None:
                         "--py-files)")
             return f"{match.group(1)}: {match.group(2)}"
     return None
+
+
+def import_failure_on_workers(text: str) -> str | None:
+    """Spark's Python workers' failure to import a module (missing or broken there), in one
+    line; None for any other error."""
+    found = python_worker_error(text)
+    return found if found and found.startswith(("ModuleNotFoundError", "ImportError")) else None
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from state_runbooks.common.errors import full_error_text, import_failure_on_workers
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_reader import read_unit
@@ -45,16 +46,27 @@ class PythonStateDemo:
     units: list[UnitState]
     memory_used_bytes: int | None  # Spark's own figure for the operator, from the last progress
     rows_total: int | None
+    not_run: str = ""  # why the demo could not run here (Spark's Python workers lack a module)
 
 
 def python_state_demos(spark, provider: str = "rocksdb") -> list[PythonStateDemo]:
-    """Each Python API's demo query run for 3 batches, its state read back unit by unit."""
+    """Each Python API's demo query run for 3 batches, its state read back unit by unit. A demo
+    whose Python functions cannot run on Spark's workers here (pandas, pyarrow or protobuf
+    missing there: a Spark Connect server started with another Python) says so, and the others
+    still run."""
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
     out = []
     for workload, api in DEMOS.items():
-        run = build_demo_checkpoint(spark, workload, batches=3, provider=provider,
-                                    rows_per_batch=10, partitions=2)
+        try:
+            run = build_demo_checkpoint(spark, workload, batches=3, provider=provider,
+                                        rows_per_batch=10, partitions=2)
+        except Exception as exc:  # noqa: BLE001 - only a worker's missing module is expected
+            missing = import_failure_on_workers(full_error_text(exc))
+            if missing is None:
+                raise
+            out.append(PythonStateDemo(workload, api, [], None, None, not_run=missing))
+            continue
         ckpt = Checkpoint(spark, run.checkpoint_path)
         schemas = {u.label: read_unit(ckpt, u).schema for u in state_units(ckpt)}
         units = [UnitState(r.label, _columns(schemas[r.label]), r.expiry_rule, r.expiry_column,
@@ -77,6 +89,9 @@ def python_state_lines(demos: list[PythonStateDemo], presence: dict[str, bool]) 
     has = ", ".join(f"{name} {'yes' if presence[name] else 'no'}" for name in presence)
     lines = [f"PySpark's GroupedData has: {has}."]
     for demo in demos:
+        if demo.not_run:
+            lines.append(f"{demo.api} (demo {demo.workload}): not run here: {demo.not_run}")
+            continue
         row_bytes = sum(u.row_bytes for u in demo.units)
         memory = (f"Spark reports memoryUsedBytes {demo.memory_used_bytes:,} for its "
                   f"{demo.rows_total:,} rows; the rows' own bytes sum to {row_bytes:,}"

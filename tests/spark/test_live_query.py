@@ -22,6 +22,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import demo_query
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.runbooks import rewrite_state as rs
 from state_runbooks.running.results import Summary
 from state_runbooks.safety import watch
 from state_runbooks.safety.watch import in_progress
@@ -153,6 +154,39 @@ def test_rollback_and_repartition_refuse_a_running_query(spark, demo_factory, tm
         assert query.isActive and query.exception() is None
         assert unchanged_by_us(before, path, query) == []
         assert not (tmp_path / "b05").exists() and not (tmp_path / "b07").exists()
+    finally:
+        query.stop()
+
+
+@pytest.mark.parametrize("force", [False, True])
+def test_repartition_and_rewrite_beside_a_running_query_refuse_with_the_evidence(
+        spark, demo_factory, tmp_path, force):
+    """07 and 09 as their notebooks run them (checks, then the state read for the plan at the
+    batch the checks saw, then the apply) beside a query writing every 200 ms: never a
+    batch-range error, always the refusal that names what the query wrote; forced, the apply
+    meets the writer (or a batch in flight) and refuses. Nothing of the checkpoint changes."""
+    path = live_copy(demo_factory, tmp_path, "rocksdb")
+    query = start_live(spark, path)
+    try:
+        before = file_bytes(path)
+        ckpt = Checkpoint(spark, path)
+        checks = rp.check_requirements(ckpt, 3, force=force)
+        scans, checks = rp.forecast(ckpt, checks)
+        rep = rp.repartition(ckpt, 3, dry_run=False, force=force, checks=checks, before=scans,
+                             backup_dir=str(tmp_path / "b07"))
+        assert not rep.applied, rep.lines
+        ckpt = Checkpoint(spark, path)
+        checks = rs.check_requirements(ckpt, "", "key.event_id = 'evt-1'", force=force)
+        plan, checks = rs.plan_unless_active(ckpt, checks, "key.event_id = 'evt-1'")
+        out = rs.rewrite(ckpt, "", "key.event_id = 'evt-1'", dry_run=False, force=force,
+                         checks=checks, plan=plan, backup_dir=str(tmp_path / "b09"))
+        assert not out.applied, out.lines
+        if not force:  # forced, a later requirement may refuse first (a batch in flight)
+            for refusal in (rep.refused, out.refused):
+                assert refusal.startswith("the query looks active: "), refusal
+                assert " ago" in refusal or "appeared" in refusal  # the evidence
+        assert query.isActive and query.exception() is None
+        assert unchanged_by_us(before, path, query) == []
     finally:
         query.stop()
 

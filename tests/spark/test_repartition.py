@@ -226,7 +226,8 @@ def test_a_batch_run_after_the_checks_makes_the_apply_refuse(spark, demo_factory
     with session_conf(spark, provider_conf(run.provider)):
         continue_query(spark, demo_query(spark, run.workload, run.rows_per_batch), path)
     refused = refused_unchanged(ckpt, 3, tmp_path, checks=checks, before=[])
-    assert refused.startswith("the checkpoint's offsets or commits changed since its requirements")
+    assert refused.startswith("the query looks active: its offsets or commits changed since the "
+                              "requirements were checked (commits/3 appeared")
 
 
 @pytest.mark.parametrize("workload,provider,said", [

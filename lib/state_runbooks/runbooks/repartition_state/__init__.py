@@ -22,7 +22,7 @@ from .checks import (
     current_partitions,
 )
 from .demo import Continued, continue_demo
-from .forecast import UnitScan, rows_equal, scan_state, scan_unit
+from .forecast import UnitScan, forecast, rows_equal, scan_state, scan_unit
 from .report import (
     alternatives_lines,
     forecast_lines,
@@ -36,6 +36,6 @@ __all__ = [
     "Continued", "continue_demo",
     "MIN_SPARK", "VERIFIED_FAMILIES", "Checks", "Requirement", "check_requirements",
     "current_partitions",
-    "UnitScan", "rows_equal", "scan_state", "scan_unit",
+    "UnitScan", "forecast", "rows_equal", "scan_state", "scan_unit",
     "alternatives_lines", "forecast_lines", "requirement_lines", "summarize", "what_this_showed",
 ]

@@ -17,6 +17,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_reader import format_conf
 from state_runbooks.safety import safekeeping
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
+from state_runbooks.safety.change import logs_moved
 from state_runbooks.safety.safekeeping import (
     Change,
     Outcome,
@@ -26,10 +27,10 @@ from state_runbooks.safety.safekeeping import (
     safekeep,
     write_journal,
 )
-from state_runbooks.safety.watch import log_changes, signs_line
+from state_runbooks.safety.watch import signs_line
 
 from .checks import API_NAME, Checks, check_requirements
-from .forecast import UnitScan, rows_equal, scan_state
+from .forecast import UnitScan, forecast, rows_equal, scan_state
 
 MODES = ("repartition", "undo")
 BACKUP_MARK = ".repartition-"  # default backup folder: <checkpoint>.repartition-<UTC time>
@@ -78,11 +79,9 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
     if num_partitions == 0:
         raise RunbookError("num_partitions=0 only forecasts (twice the current count): pass the "
                            "new count explicitly to apply")
-    inventory = _inventory_as_checked(ckpt, checks)
-    if inventory is None:
-        out.refused = ("the checkpoint's offsets or commits changed since its requirements were "
-                       "checked (a query ran?): check them again (run the notebook from the top), "
-                       "then repartition; nothing was changed")
+    inventory = checks.inventory if checks.inventory is not None else ckpt.fs.raw().walk()
+    out.refused = logs_moved(ckpt, inventory, "repartition")
+    if out.refused:
         safekeeping.stops_here(ckpt, out, [])
         return out
     last = ckpt.last_committed_batch_id
@@ -90,7 +89,11 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
     out.backup_dir = backup.root
     started = time.perf_counter()
     if before is None:
-        before = scan_state(ckpt, last, n0, n1)
+        before, checks = forecast(ckpt, checks)
+        if before is None:  # a live writer moved the logs under the scan
+            out.refused = checks.refusal()
+            safekeeping.stops_here(ckpt, out, [])
+            return out
         out.seconds["scan before"] = _lap(started)
         started = time.perf_counter()
     _, copies = files_to_keep(inventory, [])
@@ -148,15 +151,6 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
         out.lines.append(("undone on its own: " if undone.applied else "NOT undone: ")
                          + undone.lines[-1])
     return out
-
-
-def _inventory_as_checked(ckpt: Checkpoint, checks: Checks) -> dict | None:
-    """The files to journal: the walk the checks took, when the logs are still as it listed them
-    (a query that ran since wrote offsets; then None: the checks no longer hold). Checks made
-    without a walk get one now."""
-    if checks.inventory is None:
-        return ckpt.fs.raw().walk()
-    return None if log_changes(ckpt, checks.inventory) else checks.inventory
 
 
 def _lap(started: float) -> float:

@@ -21,6 +21,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.row_checksums import RowsChecksum, add, hash_columns, of_row, sums
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
+from state_runbooks.safety.change import last_committed, read_for_plan
 
 RULES = ("key", "key without its last field")
 
@@ -127,6 +128,15 @@ def scan_state(ckpt: Checkpoint, batch_id: int, num_partitions: int,
     """:func:`scan_unit` for every unit of the checkpoint, in operator order."""
     return [scan_unit(ckpt, unit, batch_id, num_partitions, new_partitions, committed_now)
             for unit in state_units(ckpt)]
+
+
+def forecast(ckpt: Checkpoint, checks) -> tuple[list[UnitScan] | None, object]:
+    """The state of the batch the checks saw committed, on the current count and forecast on
+    the new one; None (and the checks saying why) where a live writer raced the read."""
+    def scan():
+        return scan_state(ckpt, last_committed(ckpt, checks), checks.num_partitions_before,
+                          checks.num_partitions_after)
+    return read_for_plan(ckpt, checks, scan)
 
 
 def rows_equal(a: list[UnitScan], b: list[UnitScan]) -> bool:

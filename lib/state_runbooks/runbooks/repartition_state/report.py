@@ -36,8 +36,11 @@ def _counts(counts: list[int], limit: int = 16) -> str:
     return f"[{shown}{', ...' if len(counts) > limit else ''}]"
 
 
-def forecast_lines(scans: list[UnitScan], before: int, after: int) -> list[str]:
+def forecast_lines(scans: list[UnitScan] | None, before: int, after: int) -> list[str]:
     """Rows per partition now and after, per unit, and whether the new count spreads them."""
+    if scans is None:
+        return ["no forecast: a query wrote to the checkpoint while its state was read (step 3 "
+                "says what it wrote); stop it first"]
     lines = []
     for s in scans:
         skew = f"{s.skew:.2f}" if s.skew is not None else "n/a"

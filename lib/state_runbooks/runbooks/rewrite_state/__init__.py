@@ -32,7 +32,7 @@ from .demo import (
     operator_provider,
     state_comparison,
 )
-from .plan import Plan, StorePlan, plan_rewrite
+from .plan import Plan, StorePlan, plan_rewrite, plan_unless_active
 from .report import (
     alternatives_lines,
     pinned_lines,
@@ -72,7 +72,7 @@ __all__ = [
     "operator_provider",
     "pinned_lines",
     "plan_lines",
-    "plan_rewrite",
+    "plan_rewrite", "plan_unless_active",
     "requirement_lines",
     "rewrite",
     "rewriter_presence",

@@ -17,6 +17,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
 from state_runbooks.safety import safekeeping
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
+from state_runbooks.safety.change import logs_moved
 from state_runbooks.safety.safekeeping import (
     Change,
     Outcome,
@@ -26,11 +27,11 @@ from state_runbooks.safety.safekeeping import (
     safekeep,
     write_journal,
 )
-from state_runbooks.safety.watch import differences, log_changes, signs_line
+from state_runbooks.safety.watch import differences, signs_line
 
 from . import location
 from .checks import Checks, check_requirements, rocksdb_class
-from .plan import Plan, plan_rewrite
+from .plan import Plan, plan_unless_active
 from .rewriter import run_rewriter
 from .transforms import make_transform
 from .verify import compare_rows, verification_lines
@@ -87,13 +88,16 @@ def rewrite(ckpt: Checkpoint, target_provider: str = "", drop_keys_where: str = 
     if safekeeping.stops_here(ckpt, out, []):
         return out
     inventory = checks.inventory if checks.inventory is not None else ckpt.fs.raw().walk()
-    if log_changes(ckpt, inventory):
-        out.refused = ("the checkpoint's offsets or commits changed since its requirements were "
-                       "checked (a query ran?): check them again (run the notebook from the top), "
-                       "then rewrite; nothing was changed")
+    out.refused = logs_moved(ckpt, inventory, "rewrite")
+    if out.refused:
         safekeeping.stops_here(ckpt, out, [])
         return out
-    plan = plan or plan_rewrite(ckpt, drop_keys_where)
+    if plan is None:
+        plan, checks = plan_unless_active(ckpt, checks, drop_keys_where)
+        if plan is None:  # a live writer moved the logs under the plan's read
+            out.refused = checks.refusal()
+            safekeeping.stops_here(ckpt, out, [])
+            return out
     out.seconds["checks and plan"] = _lap(started)
     started = time.perf_counter()
     journal = backup = None

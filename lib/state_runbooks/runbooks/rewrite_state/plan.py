@@ -22,6 +22,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import StateUnit, operator_model, state_units
 from state_runbooks.core.row_checksums import H1, H2, RowsChecksum, hash_columns, of_row, sums
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
+from state_runbooks.safety.change import last_committed, read_for_plan
 
 EXAMPLES = 3
 # Stores whose key is the partitioning key and one more field (a join's value index, a session's
@@ -112,11 +113,21 @@ def _matches(df, condition: str):
         return None
 
 
-def plan_rewrite(ckpt: Checkpoint, drop_keys_where: str = "") -> Plan:
-    """Rows per store at the last committed batch, and what a drop takes from each."""
+def plan_unless_active(ckpt: Checkpoint, checks, drop_keys_where: str = ""):
+    """(the plan, the checks) at the batch the checks saw committed: no plan where Spark cannot
+    rewrite here, or where a live writer raced the read (the checks then say what it wrote)."""
+    if checks.spark_cannot:
+        return None, checks
+    return read_for_plan(ckpt, checks, lambda: plan_rewrite(ckpt, drop_keys_where,
+                                                            last_committed(ckpt, checks)))
+
+
+def plan_rewrite(ckpt: Checkpoint, drop_keys_where: str = "", batch_id: int | None = None) -> Plan:
+    """Rows per store at the last committed batch (``batch_id``: the one the checks saw), and
+    what a drop takes from each."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    batch = ckpt.last_committed_batch_id
+    batch = ckpt.last_committed_batch_id if batch_id is None else batch_id
     if batch is None:
         raise RunbookError(f"checkpoint {ckpt.root} has no committed batch: nothing to rewrite")
     condition = drop_keys_where.strip()

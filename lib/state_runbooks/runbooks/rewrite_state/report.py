@@ -60,9 +60,12 @@ def requirement_lines(checks: Checks, skip: tuple[str, ...] = (),
 
 def plan_lines(checks: Checks, plan: Plan | None) -> list[str]:
     """Provider before and after, where the result goes, and rows per store now and after."""
-    if plan is None:
+    if plan is None and checks.spark_cannot:
         return [f"provider: {checks.provider_before} now; no plan: Spark's rewriter cannot "
                 "rewrite this checkpoint here (step 2 says why)"]
+    if plan is None:
+        return [f"provider: {checks.provider_before} now; no plan: the query looks active, so "
+                "its state is not read (step 3 says why); stop it first"]
     where = (f"a new checkpoint at {checks.output_path} (the original untouched)"
              if checks.output_path else "this checkpoint, as a new batch")
     lines = [f"provider: {checks.provider_before} now, {checks.provider_after} after; batch "

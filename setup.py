@@ -7,6 +7,7 @@ copy: it reads the clone's own folders (``state_runbooks.running.notebooks``).
 """
 import pathlib
 import shutil
+import subprocess
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
@@ -22,9 +23,28 @@ class BuildPyWithRunbooks(build_py):
             return
         target = pathlib.Path(self.build_lib) / "state_runbooks" / "bundle"
         shutil.rmtree(target, ignore_errors=True)  # a runbook removed since the last build goes too
+        tracked = _tracked(BUNDLED)
         for folder in BUNDLED:
-            shutil.copytree(ROOT / folder, target / folder,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+            if tracked is None:  # an sdist: what it carries
+                shutil.copytree(ROOT / folder, target / folder,
+                                ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+                continue
+            for rel in tracked:
+                if rel.parts[0] == folder:
+                    (target / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(ROOT / rel, target / rel)
+
+
+def _tracked(folders):
+    """The files git tracks in ``folders`` (in a checkout): only they are packaged, never what a
+    run left beside them. None outside a checkout."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", *folders], cwd=ROOT, check=True,
+                                capture_output=True).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    files = [pathlib.PurePosixPath(p) for p in listed.split("\0") if p]
+    return [p for p in files if (ROOT / p).is_file()] or None
 
 
 setup(cmdclass={"build_py": BuildPyWithRunbooks})

@@ -78,6 +78,10 @@ def installed(tmp_path_factory):
     """The wheel, and a fresh environment holding it: (wheel, bin folder, env, folder to run in)."""
     base = tmp_path_factory.mktemp("installed")
     clone = _fresh_clone(base / "clone")
+    # What a run could leave beside the notebooks is never packaged: only the files kept there.
+    (clone / "notebooks" / "left-behind" / "offsets").mkdir(parents=True)
+    (clone / "notebooks" / "left-behind" / "offsets" / "0").write_text("v1\n{}\n")
+    (clone / "notebooks" / "left-behind.summary.json").write_text("{}")
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 
     builder = base / "build-env"
@@ -114,6 +118,7 @@ def test_the_wheel_carries_the_runbooks_and_schedules(installed):
     for schedule in SCHEDULES:
         assert f"state_runbooks/bundle/runbooks/schedules/{schedule}" in names
     assert "state_runbooks/bundle/runbooks/README.md" in names
+    assert not [n for n in names if "left-behind" in n]
     assert wheel.name == f"spark_state_runbooks-{VERSION}-py3-none-any.whl"
     print(f"wheel: {wheel.stat().st_size / 1024:.0f} KiB, {len(names)} files")
 
@@ -156,12 +161,15 @@ def test_every_runbook_is_found_by_name(installed):
 def test_a_runbook_runs_by_name_outside_any_clone(installed, demo_factory):
     _, bin_dir, env, elsewhere = installed
     # 01 on a checkpoint a query wrote (the demos run in the notebook tier), with its HTML report.
-    checkpoint = demo_factory("two_operators", "hdfs").checkpoint_path
+    # Relative paths mean the folder the command runs from, not the notebook's.
+    checkpoint = os.path.relpath(demo_factory("two_operators", "hdfs").checkpoint_path
+                                 .removeprefix("file:"), elsewhere)
     done = _run([bin_dir / "state-runbooks", "run", "01_enable_rocksdb", "-p", "checkpoint_path",
-                 checkpoint, "--out", "out"], elsewhere, env, timeout=900, check=False)
+                 checkpoint, "-p", "summary_path", "summaries/01.json", "--out", "out"],
+                elsewhere, env, timeout=900, check=False)
     assert done.returncode == 0, done.stdout + (elsewhere / "out/logs/01_enable_rocksdb.log"
                                                 ).read_text()[-3000:]
-    summary = json.loads((elsewhere / "out" / "01_enable_rocksdb.summary.json").read_text())
+    summary = json.loads((elsewhere / "summaries" / "01.json").read_text())
     assert summary["runbook_version"] == VERSION and summary["status"] in ("ok", "warning")
     assert (elsewhere / "out" / "01_enable_rocksdb.html").exists()
     # The packaged notebook ran in the output folder: nothing was written into the installation.

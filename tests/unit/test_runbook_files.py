@@ -89,10 +89,12 @@ def test_what_the_package_carries_wins_over_a_clone(packaged, tmp_path):
     notebook = resolve_notebook("inspect_state")
     assert notebook == packaged / "notebooks" / "03_inspect_state.ipynb"
     assert resolve_schedule("inspect_state").startswith(str(packaged))
-    # A packaged notebook runs in its output folder, a clone's in its own folder.
+    # Every notebook runs in its output folder, a packaged one and a clone's alike: nothing is
+    # left beside the runbooks' own files.
     assert notebooks._working_dir(notebook, tmp_path / "out") == (tmp_path / "out").resolve()
     clone_notebook = REPO / "notebooks" / "03_inspect_state.ipynb"
-    assert notebooks._working_dir(clone_notebook, tmp_path / "out") == clone_notebook.parent
+    assert notebooks._working_dir(clone_notebook, tmp_path / "out") == \
+        (tmp_path / "out").resolve()
 
 
 def test_without_notebooks_the_error_says_what_to_do(tmp_path, monkeypatch):

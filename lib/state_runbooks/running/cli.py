@@ -19,6 +19,8 @@ import sys
 import threading
 
 from state_runbooks import __version__
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.locations import refuse_own_folder
 
 from .headless import report, run_in_child
 from .notebooks import (
@@ -145,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{notebook.name}: {refresh_golden(notebook)} compared cells refreshed", flush=True)
         return 0
 
-    out_dir = pathlib.Path(args.out)
+    out_dir = pathlib.Path(args.out).resolve()  # a relative --out: the folder run from
+    try:
+        refuse_own_folder(str(out_dir), "--out")
+    except RunbookError as exc:
+        raise SystemExit(f"error: {exc}") from None
     if args.command == "run":
         # The parameters file is read, and every parameter checked, where a refusal still
         # writes the run's summary (run_in_child).

@@ -26,7 +26,12 @@ from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.demos.checkpoints import remove_orphaned_demo_folders
 
 from .notebooks import execute, skip_unused_iri_grammar, summary_target
-from .parameters import check_run_parameters, read_parameters_file
+from .parameters import (
+    check_run_parameters,
+    check_written_paths,
+    read_parameters_file,
+    resolve_relative_paths,
+)
 from .results import Summary, failing_step, local_file, write_summary
 from .start import DEMO_ENV, check_not_placeholder
 
@@ -156,6 +161,9 @@ def run_in_child(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict
     try:
         parameters = check_run_parameters(
             notebook, {**read_parameters_file(parameters_file), **parameters})
+        # The notebook runs in another folder: a relative path means the one run from.
+        parameters = resolve_relative_paths(parameters, os.getcwd())
+        check_written_paths(parameters)
         summary_path = summary_target(out_dir, notebook.stem, parameters)
         for name, value in parameters.items():
             check_not_placeholder(name, value)

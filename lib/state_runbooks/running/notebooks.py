@@ -179,9 +179,11 @@ def execute(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict | No
 
 
 def _working_dir(notebook: pathlib.Path, out_dir: pathlib.Path) -> pathlib.Path:
-    """A packaged notebook runs in its output folder: the installation may be read-only, and what
-    Spark leaves in its working directory (``spark-warehouse/``) belongs with the run's outputs."""
-    return out_dir.resolve() if notebook.resolve().is_relative_to(BUNDLE) else notebook.parent
+    """A notebook runs in its output folder: the installation may be read-only, nothing is
+    written beside the runbooks' own files, and what Spark leaves in its working directory
+    (``spark-warehouse/``) belongs with the run's outputs. Paths given to the run are made
+    absolute before (``state-runbooks run``)."""
+    return out_dir.resolve()
 
 
 def export_html(notebook: pathlib.Path) -> pathlib.Path:

@@ -4,20 +4,25 @@ Papermill (``-p force false``), a schedule file, Databricks widgets and job para
 a notebook a string where its parameters cell declares ``force: bool = False``; in Python the
 string ``"false"`` is true. So the common start reads the declared types (the notebook's
 ``__annotations__``) and the values the run was given, turns each into its declared type where
-that is unambiguous (``"false"``/``"False"`` -> ``False``, ``"3"`` -> ``3``, ``"[1, 2]"`` ->
-``[1, 2]``) and refuses anything else in one line that names the parameter.
+that is unambiguous (``"3"`` -> ``3``, ``"[1, 2]"`` -> ``[1, 2]``) and refuses anything else in
+one line that names the parameter. A bool takes one rule everywhere (the code here, each
+parameter's comment, the README): ``true`` or ``false`` in any case, or a boolean (a YAML
+schedule file's ``true``/``false``); anything else, ``no`` and ``0`` included, stops the run.
 """
 from __future__ import annotations
 
 import math
+import os
 import pathlib
+import re
 import typing
 
 import yaml
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.locations import refuse_own_folder
 
-_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+BOOLEAN_WORDS = {"true": True, "false": False}  # the one spelling of a bool, in any case
 
 
 def _kind(declared) -> type | None:
@@ -40,9 +45,8 @@ def coerce(name: str, value, declared):
                                          and not (kind is int and isinstance(value, bool))):
         return value  # None: a parameter declared with the default None is left unset
     if kind is bool:
-        text = str(value).strip().lower()
-        if isinstance(value, (str, int)) and text in _TRUE + _FALSE:
-            return text in _TRUE
+        if isinstance(value, str) and value.strip().lower() in BOOLEAN_WORDS:
+            return BOOLEAN_WORDS[value.strip().lower()]
         raise RunbookError(f"{name}={value!r} is not true or false: pass -p {name} true or "
                            f"-p {name} false")
     if kind is str:
@@ -68,6 +72,40 @@ def coerce(name: str, value, declared):
     raise RunbookError(f"{name}={value!r} is not a {kind.__name__}: pass e.g. -p {name} {example}")
 
 
+# A parameter whose name ends so names a path (checkpoint_path, backup_dir, query_file, ...).
+PATH_SUFFIXES = ("_path", "_dir", "_file")
+# The paths a runbook writes to (the others it reads): never inside the runbooks' own files.
+WRITTEN_PATHS = ("summary_path", "output_path", "backup_dir", "scratch_dir")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+:")
+
+
+def is_path_parameter(name: str) -> bool:
+    return name.endswith(PATH_SUFFIXES)
+
+
+def resolve_relative_paths(parameters: dict, base: str) -> dict:
+    """Every path parameter given as a relative local path, made absolute against ``base`` (the
+    folder a command was run from): the notebook runs elsewhere. URIs, absolute paths, empty
+    values and ``<placeholders>`` stay as they are."""
+    out = dict(parameters)
+    for name, value in parameters.items():
+        if not is_path_parameter(name) or not isinstance(value, str):
+            continue
+        text = value.strip()
+        if not text or _SCHEME.match(text) or text.startswith("<") or \
+                os.path.isabs(os.path.expanduser(text)):
+            continue
+        out[name] = os.path.normpath(os.path.join(base, text))
+    return out
+
+
+def check_written_paths(values: dict) -> None:
+    """Refuse, in one line, a path a runbook would write to inside the runbooks' own files."""
+    for name in WRITTEN_PATHS:
+        if isinstance(values.get(name), str) and values[name].strip():
+            refuse_own_folder(values[name].strip(), name)
+
+
 def check_declared(namespace: dict) -> dict:
     """Every parameter the notebook declared with a type (its ``__annotations__``), coerced in
     ``namespace`` to that type; returns the values that were changed."""
@@ -89,7 +127,11 @@ def check_notebook_parameters() -> dict:
     except ImportError:
         return {}
     shell = get_ipython()
-    return check_declared(shell.user_ns) if shell is not None else {}
+    if shell is None:
+        return {}
+    changed = check_declared(shell.user_ns)
+    check_written_paths(shell.user_ns)
+    return changed
 
 
 def unknown_parameters(given: dict, declared: dict) -> list[str]:

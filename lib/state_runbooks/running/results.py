@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError, RunbookFailed, first_line
+from state_runbooks.common.locations import refuse_own_folder
 
 RECORD_MIMETYPE = "application/vnd.state-runbooks.record+json"
 SEVERITIES = ("info", "warning", "critical")
@@ -145,6 +146,7 @@ def write_summary(summary: Summary, path: str, spark=None) -> str:
     """Write the summary JSON to a local path, or to a file system URI through the session's file
     access (Hadoop's FileSystem on classic sessions, ``dbutils.fs`` on Databricks' Connect)."""
     text = json.dumps(summary.to_dict(), indent=2, sort_keys=False) + "\n"
+    refuse_own_folder(path, "summary_path")
     local = local_file(path)
     if local is None:
         from state_runbooks.core.fs import open_fs

@@ -27,6 +27,7 @@ from state_runbooks.common.errors import (
     root_cause,
     spark_errors,
 )
+from state_runbooks.common.locations import refuse_own_folder
 from state_runbooks.session.spark_session import session_conf
 
 from .base import FileEntry
@@ -234,6 +235,7 @@ class ConnectFS:
         return self._dbutils
 
     def write_bytes(self, rel: str, data: bytes, overwrite: bool = False) -> None:
+        refuse_own_folder(self.uri(rel))
         dbutils = self._require_dbutils(f"write {self.uri(rel)}")
         try:
             text = data.decode("utf-8")
@@ -244,6 +246,7 @@ class ConnectFS:
         self.refresh()
 
     def copy_to(self, src_rel: str, dst, dst_rel: str) -> None:
+        refuse_own_folder(dst.uri(dst_rel))
         dbutils = self._require_dbutils(f"copy {self.uri(src_rel)}")
         if dst.exists(dst_rel):
             raise RunbookError(f"refusing to copy {src_rel} onto existing {dst.uri(dst_rel)}")
@@ -255,6 +258,7 @@ class ConnectFS:
         dst.refresh()
 
     def move_to(self, src_rel: str, dst, dst_rel: str) -> None:
+        refuse_own_folder(dst.uri(dst_rel))
         dbutils = self._require_dbutils(f"move {self.uri(src_rel)}")
         if dst.exists(dst_rel):
             raise RunbookError(f"refusing to move {src_rel} onto existing {dst.uri(dst_rel)}")

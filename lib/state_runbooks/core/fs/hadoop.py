@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from state_runbooks.common.errors import RunbookError, first_line, root_cause
+from state_runbooks.common.locations import refuse_own_folder
 
 from .base import FileEntry, is_checksum_file, sidecar_of  # noqa: F401 - used by callers too
 from .causes import is_permission_error, missing_connector, permission_message
@@ -167,6 +168,7 @@ class HadoopFS:
 
     # -- writing (used by repairs; callers journal every change) ---------------------------------
     def write_bytes(self, rel: str, data: bytes, overwrite: bool = False) -> None:
+        refuse_own_folder(self.uri(rel))
         stream = self._fs.create(self._path(rel), overwrite)
         try:
             stream.write(bytearray(data))
@@ -253,6 +255,7 @@ class HadoopFS:
 
     def copy_to(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> None:
         """Copy one file's bytes to ``dst`` (any file system); never overwrites."""
+        refuse_own_folder(dst.uri(dst_rel))
         if self._local_copy(src_rel, dst, dst_rel):
             return
         target = dst._path(dst_rel)
@@ -304,6 +307,7 @@ class HadoopFS:
     def move_to(self, src_rel: str, dst: HadoopFS, dst_rel: str) -> None:
         """Move a file or folder to a path under another root of the same file system (a rename:
         the bytes are not rewritten); the destination's parent is created. Never overwrites."""
+        refuse_own_folder(dst.uri(dst_rel))
         if not self.same_file_system(dst):
             raise RunbookError(f"cannot move {self.uri(src_rel)} to {dst.uri(dst_rel)}: not the "
                                "same file system (pick a folder on the checkpoint's file system)")

@@ -28,13 +28,21 @@ def age(root, seconds_ago: float = 3600) -> None:
             os.utime(os.path.join(folder, name), (stamp, stamp))
 
 
-def clean_rows(spark, run, further, last: int) -> dict:
-    """The state rows of every store of a never-broken demo ``run`` at its ``last`` batch and,
-    run one batch further in a copy at ``further``, at the next."""
-    from state_runbooks.core.checkpoint import Checkpoint
+def clean_checkpoints(spark, run, further, last: int) -> dict[int, str]:
+    """A never-broken demo ``run``'s checkpoint at its ``last`` batch and, run one batch further
+    in a copy at ``further``, at the next: the references a repaired checkpoint is compared with."""
     from state_runbooks.demos import faults
 
     shutil.copytree(run.checkpoint_path, further)
     faults.restart_demo(spark, run, str(further), 1)
-    return {last: faults.state_rows(Checkpoint(spark, run.checkpoint_path), last),
-            last + 1: faults.state_rows(Checkpoint(spark, str(further)), last + 1)}
+    return {last: run.checkpoint_path, last + 1: str(further)}
+
+
+def state_differences(spark, ckpt, batch: int, reference: str) -> list[str]:
+    """The stores of ``ckpt`` at ``batch`` whose rows (key, value and partition) differ from the
+    same store of the checkpoint at ``reference``: empty when the state is the same."""
+    from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.core.state_diff import WITH_PARTITION, diff_checkpoints
+
+    diffs = diff_checkpoints(ckpt, Checkpoint(spark, reference), batch, batch, WITH_PARTITION)
+    return [d.line("in the reference", f"at batch {batch}") for d in diffs if not d.equal]

@@ -183,12 +183,12 @@ def test_cli_run_that_fails_says_why_in_its_last_line_and_leaves_the_rest_in_its
     log = out / "logs" / "05_recover_corrupted_state.log"
     assert lines[0].split()[:2] == ["05_recover_corrupted_state", "error"]
     assert lines[-1] == ("FAILED 05_recover_corrupted_state: RunbookError: mode='repair' is not "
-                         "valid: use 'diagnose', 'rollback' or 'undo' (step: recovery.check_mode(mode)) "
+                         "valid: use 'diagnose', 'rollback' or 'undo' (step: recovery.ROLLBACK.check_mode(mode)) "
                          f"(log: {log})")
     assert "Traceback" not in proc.stdout and "Traceback" in log.read_text()
     summary = json.loads((out / "05_recover_corrupted_state.summary.json").read_text())
     assert summary["runbook"] == "recover_corrupted_state" and summary["status"] == "error"
-    assert summary["error"]["step"] == "recovery.check_mode(mode)"
+    assert summary["error"]["step"] == "recovery.ROLLBACK.check_mode(mode)"
 
 
 @pytest.mark.slow

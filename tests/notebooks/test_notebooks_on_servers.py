@@ -269,7 +269,7 @@ def test_07_demo_over_spark_connect_differs_from_classic_only_where_spark_cannot
         "cell cell-07", "cell cell-13", "cell cell-14", "cell cell-15",
         "cell cell-what-this-showed-run"], differing
     assert "NO   the repartition API in this session: this is a Spark Connect session" in \
-        differing[0] and "(b) start a new checkpoint" in differing[0]
+        differing[0] and "(b) start the query on a new checkpoint" in differing[0]
     assert "demo: this session cannot repartition" in differing[1]
     summary = result.summary
     assert summary["applied"] is False and summary["num_partitions_after"] == 4

@@ -12,7 +12,7 @@ import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.demos.faults import tree_checksums
+from state_runbooks.core.fs import tree_checksums
 from state_runbooks.runbooks import check_query_change as qc
 from state_runbooks.runbooks.check_query_change import schemas
 from state_runbooks.runbooks.check_query_change.pinned_settings import pinned_settings

@@ -13,7 +13,7 @@ import pytest
 import tiers
 
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.demos.faults import tree_checksums
+from state_runbooks.core.fs import tree_checksums
 from state_runbooks.runbooks import check_query_change as qc
 
 JOB = """

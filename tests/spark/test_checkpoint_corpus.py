@@ -36,13 +36,14 @@ from pathlib import Path
 
 import pytest
 import tiers
-from checkpoint_trees import age, clean_rows, tree_sha
+from checkpoint_trees import age, clean_checkpoints, state_differences, tree_sha
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.runtime import PROVIDER_CONF, provider_classes
 from state_runbooks.core import growth as state_growth
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
+from state_runbooks.core.fs import tree_checksums
 from state_runbooks.demos import faults
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint, provider_conf
 from state_runbooks.runbooks import enable_rocksdb as er
@@ -166,7 +167,7 @@ def corpus(spark, tmp_path_factory):
             counts = spark_counts(spark, shape, run.checkpoint_path)
             assert counts and all(counts.values()), counts
             cache[name] = Built(shape, run, folder,
-                                faults.tree_checksums(spark, run.checkpoint_path), counts)
+                                tree_checksums(spark, run.checkpoint_path), counts)
         return cache[name]
     return get
 
@@ -177,7 +178,7 @@ def _summary(spark, runbook: str, ckpt: Checkpoint) -> Summary:
 
 def _unchanged(spark, built: Built) -> None:
     """Not a byte of the checkpoint changed, and nothing was written beside it."""
-    assert faults.tree_checksums(spark, built.run.checkpoint_path) == built.checksums
+    assert tree_checksums(spark, built.run.checkpoint_path) == built.checksums
     assert sorted(os.listdir(built.folder)) == ["checkpoint"]
 
 
@@ -447,7 +448,7 @@ def test_05_repairs_a_damaged_shape_and_the_restart_equals_a_clean_run(spark, co
     name, inject, last_good, smallest = DAMAGES[damage]
     run = corpus(name).run
     last = run.batches - 1
-    clean = clean_rows(spark, run, tmp_path / "clean", last)  # a run that never broke
+    clean = clean_checkpoints(spark, run, tmp_path / "clean", last)  # a run that never broke
     root = tmp_path / "checkpoint"
     shutil.copytree(run.checkpoint_path, root)
     ckpt = Checkpoint(spark, str(root))
@@ -479,7 +480,7 @@ def test_05_repairs_a_damaged_shape_and_the_restart_equals_a_clean_run(spark, co
     restarted = Checkpoint(spark, str(root))
     until = restarted.last_committed_batch_id
     assert until == (last if plan.moves else last + 1)
-    assert faults.state_rows(restarted, until) == clean[until]
+    assert state_differences(spark, restarted, until, clean[until]) == []
     if not plan.moves:
         return  # nothing was changed: nothing to undo
 

@@ -20,7 +20,8 @@ from state_runbooks.demos.checkpoints import (
     remove_orphaned_demo_folders,
     run_demo_batches,
 )
-from state_runbooks.demos.faults import compare_state, tree_checksums
+from state_runbooks.core.fs import tree_checksums
+from state_runbooks.core.state_diff import WITH_PARTITION, all_equal, diff_checkpoints
 
 
 def _rows(spark, path, operator_id=0, store="default"):
@@ -135,9 +136,9 @@ def test_demo_files_are_the_ones_spark_s_default_writes(spark, tmp_path, monkeyp
     if provider == "hdfs":  # RocksDB's zips carry ids and times of their own
         assert [name for name in ours_files if ours_files[name] != default_files[name]
                 and not re.match(r"\.?metadata|offsets/", name)] == []
-    lines = compare_state(Checkpoint(spark, ours.checkpoint_path),
-                          Checkpoint(spark, default.checkpoint_path), 3)
-    assert lines and all(line.endswith("equal") for line in lines), lines
+    diffs = diff_checkpoints(Checkpoint(spark, ours.checkpoint_path),
+                             Checkpoint(spark, default.checkpoint_path), 3, 3, WITH_PARTITION)
+    assert all_equal(diffs), diffs
 
 
 def test_a_restart_reads_a_damaged_file_as_spark_s_default_does(spark, demo_factory, tmp_path):

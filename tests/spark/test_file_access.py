@@ -154,3 +154,28 @@ def test_a_local_copy_reads_back_through_hadoop_as_the_original(spark, tmp_path)
     for rel in ("raw/1.delta", "mixed/1.delta"):
         assert raw.read_bytes(rel) == b"\x00\x01 state bytes"
         assert not (tmp_path / "dst" / rel).with_name(".1.delta.crc").exists()
+
+
+# -- whole folders on the seam --------------------------------------------------------------------
+def test_a_tree_is_copied_checksummed_and_removed_only_where_the_library_made_it(
+        spark, on_connect, demo_factory, tmp_path):
+    """copy_tree and tree_checksums through each implementation give the same bytes; remove_tree
+    removes only a folder marked as made here, and refuses any other in one line."""
+    from state_runbooks.core.fs import MADE_MARK, copy_tree, remove_tree, tree_checksums
+    root = demo_factory("dedup").checkpoint_path
+    copy = copy_tree(spark, root, str(tmp_path / "copy"))
+    assert tree_checksums(spark, copy) == tree_checksums(spark, root)  # sidecars included
+    with on_connect() as connect_spark:
+        seen = open_fs(connect_spark, root).tree_checksums()
+        assert seen == {r: c for r, c in tree_checksums(spark, root).items()
+                        if not r.rsplit("/", 1)[-1].startswith(".")}  # Connect sees no .crc
+        with pytest.raises(RunbookError, match="outside Databricks") as refused:
+            open_fs(connect_spark, str(tmp_path / "made-over-connect")).mark_made("a test")
+        assert "\n" not in str(refused.value)
+    with pytest.raises(RunbookError, match=f"this library did not make it \\(no {MADE_MARK}"):
+        remove_tree(spark, copy)
+    assert (tmp_path / "copy" / "metadata").exists()
+    made = open_fs(spark, str(tmp_path / "made"))
+    made.mark_made("a test's scratch folder")
+    made.raw().write_bytes("x/y", b"1")
+    assert remove_tree(spark, made.root) and not (tmp_path / "made").exists()

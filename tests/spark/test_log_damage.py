@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import tiers
-from checkpoint_trees import clean_rows
+from checkpoint_trees import clean_checkpoints, state_differences
 
 from state_runbooks.common.errors import RunbookError, root_cause, spark_error_text
 from state_runbooks.core.checkpoint import Checkpoint
@@ -84,7 +84,7 @@ def setups(spark, demo_factory, tmp_path_factory):
         if provider not in cache:
             run = demo_factory("two_operators", provider, BATCHES, rows_per_batch=10, partitions=2)
             further = tmp_path_factory.mktemp(f"log-damage-{provider}") / "reference"
-            rows = clean_rows(spark, run, further, LAST)
+            rows = clean_checkpoints(spark, run, further, LAST)
             query_id = json.loads(Path(run.checkpoint_path, "metadata").read_text())["id"]
             cache[provider] = (run, rows, query_id)
         return cache[provider]
@@ -145,7 +145,7 @@ def test_log_damage_matrix(spark, setups, tmp_path, provider, case, sidecar):
         assert _restart(spark, run, path) == RUNS
         restarted = Checkpoint(spark, path)
         assert restarted.query_id == query_id
-        assert faults.state_rows(restarted, LAST + 1) == reference[LAST + 1]
+        assert state_differences(spark, restarted, LAST + 1, reference[LAST + 1]) == []
         return
     if case["plan"] == "in flight":
         # The committed state loads: Spark re-runs the batch over the offsets it logged.
@@ -162,7 +162,7 @@ def test_log_damage_matrix(spark, setups, tmp_path, provider, case, sidecar):
     restarted = Checkpoint(spark, path)
     until = restarted.last_committed_batch_id
     assert until in reference
-    assert faults.state_rows(restarted, until) == reference[until]
+    assert state_differences(spark, restarted, until, reference[until]) == []
 
 
 def test_a_new_query_id_restarts_as_another_query(spark, setups, tmp_path):
@@ -176,7 +176,7 @@ def test_a_new_query_id_restarts_as_another_query(spark, setups, tmp_path):
     assert _restart(spark, run, path) == RUNS
     restarted = Checkpoint(spark, path)
     assert restarted.query_id != query_id
-    assert faults.state_rows(restarted, LAST + 1) == reference[LAST + 1]
+    assert state_differences(spark, restarted, LAST + 1, reference[LAST + 1]) == []
 
 
 def test_checkpoint_reads_of_damaged_logs_are_one_line(spark, setups, tmp_path):
@@ -222,7 +222,7 @@ def file_source(spark, tmp_path_factory):
     shutil.copytree(root / "checkpoint", reference)
     _add_input(root, 3)  # the restarts below read it too
     _file_source_run(spark, root, reference)
-    return root, faults.state_rows(Checkpoint(spark, str(reference)), 3)
+    return root, str(reference)
 
 
 @pytest.mark.slow
@@ -261,4 +261,4 @@ def test_a_damaged_file_source_log_entry(spark, file_source, tmp_path, entry, da
                                 force=True)
     assert outcome.applied and outcome.verified, outcome.lines
     _file_source_run(spark, root, path)  # batch 2 runs again, then the new file's batch 3
-    assert faults.state_rows(Checkpoint(spark, str(path)), 3) == reference
+    assert state_differences(spark, Checkpoint(spark, str(path)), 3, reference) == []

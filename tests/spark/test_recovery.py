@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import tiers
 import yaml
-from checkpoint_trees import age, clean_rows, tree_sha
+from checkpoint_trees import age, clean_checkpoints, state_differences, tree_sha
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core import state_loads
@@ -65,7 +65,7 @@ def setups(spark, demo_factory, tmp_path_factory):
         if provider not in cache:
             run = demo_factory("two_operators", provider, BATCHES, rows_per_batch=10, partitions=2)
             further = tmp_path_factory.mktemp(f"recovery-{provider}") / "reference"
-            rows = clean_rows(spark, run, further, LAST)
+            rows = clean_checkpoints(spark, run, further, LAST)
             cache[provider] = (run, rows)
         return cache[provider]
     return get
@@ -135,7 +135,7 @@ def test_fault_matrix(spark, setups, copy_checkpoint, tmp_path, provider, fault)
     faults.restart_demo(spark, run, path, max(1, until - target) if plan.moves else 1)
     restarted = Checkpoint(spark, path)
     assert restarted.last_committed_batch_id == until
-    assert faults.state_rows(restarted, until) == reference_rows[until]
+    assert state_differences(spark, restarted, until, reference_rows[until]) == []
     if fault in ("drop_operator_metadata", "uncommitted_batch"):
         assert (Path(path) / broken).exists()  # the restarted query wrote it again, or kept it
         return
@@ -326,13 +326,17 @@ def test_bad_inputs_get_one_line(spark, setups, copy_checkpoint, tmp_path):
     age(path)
     diag = recovery.diagnose(ckpt)
     cases = [
-        (lambda: recovery.check_mode("repair"), "use 'diagnose', 'rollback' or 'undo'"),
+        (lambda: recovery.ROLLBACK.check_mode("repair"), "use 'diagnose', 'rollback' or 'undo'"),
         (lambda: recovery.plan_rollback(ckpt, diag, 7), "outside the retained range 0..3"),
         (lambda: recovery.plan_rollback(ckpt, diag, 2), "does not load (last good batch: 1)"),
         (lambda: faults.inject_fault(ckpt, "flood"), "fault 'flood' is not known"),
-        (lambda: recovery.undo(ckpt), "no rollback journal next to the checkpoint"),
         (lambda: recovery.undo(ckpt, str(tmp_path)), "has no journal.json"),
     ]
+    # Nothing to undo (no rollback journal beside it) is not an error: it says so, and nothing
+    # is changed.
+    nothing = recovery.undo(ckpt, dry_run=False)
+    assert not nothing.applied and not nothing.refused
+    assert nothing.lines[-1].startswith("nothing to undo: no rollback journal beside")
     plan = recovery.plan_rollback(ckpt, diag, 0)  # an older batch than the last good one is fine
     assert plan.target_batch_id == 0 and "offsets/1" in plan.moves
     (tmp_path / "full").mkdir()
@@ -389,7 +393,7 @@ def test_rollback_then_undo_with_papermill(spark, setups, copy_checkpoint, run_n
     assert entry["error_class"] == "CANNOT_LOAD_STATE_STORE.UNCATEGORIZED"
     assert summary["plan"]["target_batch_id"] == LAST - 1 and broken in summary["plan"]["moves"]
     assert summary["applied"] is True
-    assert summary["backup_dir"].startswith(root + recovery.BACKUP_MARK)
+    assert summary["backup_dir"].startswith(root + recovery.ROLLBACK.mark)
     assert summary["journal_path"] == summary["backup_dir"] + "/journal.json"
     assert Checkpoint(spark, path).last_committed_batch_id == LAST - 1
     assert {"rollback_applied", "state_does_not_load"} <= {f["code"] for f in summary["findings"]}
@@ -404,8 +408,8 @@ def test_rollback_then_undo_with_papermill(spark, setups, copy_checkpoint, run_n
     assert "diagnosis_before_undo" in codes and "nothing_broken" not in codes, codes
     assert undo["broken"] is None
     assert tree_sha(path) == faulted
-    with pytest.raises(RunbookError, match="was already undone"):
-        recovery.undo(Checkpoint(spark, path))
+    again = recovery.undo(Checkpoint(spark, path), dry_run=False)  # nothing left: said, no error
+    assert not again.applied and not again.refused and "was already undone" in again.lines[-1]
 
 
 # -- every operator shape, with and without .crc sidecars ------------------------------------------

@@ -330,11 +330,65 @@ def test_each_refusal_changes_nothing(spark, hdfs_aggregation, tmp_path):
     assert any("drain and switch" in line for line in screen)
     assert refused_unchanged(ckpt, tmp_path, "rocksdb", checks=old).startswith("Spark 4.1.1")
     for bad, message in ((("hdfs",), "target_provider='hdfs' is not valid"),
-                         (("rocksdb", "key.user_id = = 1"), "is not a SQL condition"),
+                         (("rocksdb", "key.user_id = = 1"),
+                          r"is not a SQL condition: \[PARSE_SYNTAX_ERROR\] Syntax error"),
                          (("rocksdb", "no_such_column > 1"), "resolves on no store")):
         with pytest.raises(RunbookError, match=message) as excinfo:
             rs.rewrite(ckpt, *bad, dry_run=False, force=True)
         assert "\n" not in str(excinfo.value)
+
+
+def test_a_drop_that_would_empty_a_store_or_matches_nothing(spark, dedup_demo, tmp_path):
+    """A drop matching every key of a store is refused in one line unless allowed; a drop
+    matching no key changes nothing at all (no batch, no backup) and says so."""
+    path = stopped_copy(dedup_demo, tmp_path / "dedup")
+    ckpt = Checkpoint(spark, path)
+    original = tree_sha(path)
+    everything = refused_unchanged(ckpt, tmp_path, "", "key.id >= 0")
+    assert everything.startswith("drop_keys_where='key.id >= 0' matches every key of 0/default "
+                                 "(30 rows): the state would be empty; pass allow_empty_state")
+    nothing = rs.rewrite(ckpt, "", "key.id > 1000", dry_run=False, backup_dir=str(tmp_path / "b"))
+    assert not nothing.applied and not nothing.refused
+    assert nothing.lines == ["nothing to do: drop_keys_where='key.id > 1000' matches no key, and "
+                             "nothing else is asked; nothing was changed (no new batch, no "
+                             "backup)"]
+    summary = Summary("rewrite_state", ckpt.root, spark.version)
+    rs.summarize(summary, rs.check_requirements(ckpt, "", "key.id > 1000"), nothing)
+    assert summary.status == "ok" and not summary.change_failed
+    assert tree_sha(path) == original and not (tmp_path / "b").exists()
+    emptied = rs.rewrite(ckpt, "", "key.id >= 0", dry_run=False, backup_dir=str(tmp_path / "b"),
+                         allow_empty_state=True)
+    assert emptied.applied and emptied.verified and emptied.rows_ok, emptied.lines
+    assert key_value_rows(spark, path) == {"0/default": []}
+
+
+def test_an_undo_right_after_the_rewrite_is_not_refused_for_its_own_batch(spark, dedup_demo,
+                                                                         tmp_path):
+    """The undo of the runbook's own change, unforced: the journal names the batch the rewrite
+    wrote, so that batch is no sign of a live query; the undo says only what it does, and the
+    summary then describes the state it restored. With nothing left to undo, it says so."""
+    path = stopped_copy(dedup_demo, tmp_path / "dedup")
+    original = tree_sha(path)
+    ckpt = Checkpoint(spark, path)
+    done = rs.rewrite(ckpt, "", "key.id < 10", dry_run=False, backup_dir=str(tmp_path / "b"))
+    assert done.verified, done.lines
+    journal = json.loads((tmp_path / "b" / "journal.json").read_text())
+    assert set(journal["written"]) >= {"offsets/3", "commits/3"}
+    undone = rs.undo(ckpt.refresh(), done.journal_path, dry_run=False)  # not forced
+    assert undone.applied and undone.verified and not undone.refused, undone.lines
+    assert not any("requirement" in line or "Spark is not called" in line
+                   for line in undone.lines)
+    assert tree_sha(path) == original
+    summary = Summary("rewrite_state", ckpt.root, spark.version)
+    rs.summarize(summary, None, undone)
+    details = summary.to_dict()
+    assert (details["rows_after"], details["rows_before"]) == (
+        {"0/default": 30}, {"0/default": 20})
+    assert details["undone"] is True and details["applied"] is False
+    again = rs.undo(Checkpoint(spark, path), str(tmp_path / "b"), dry_run=False)
+    assert not again.applied and not again.refused
+    assert again.lines[-1].startswith("nothing to undo: journal") and "already undone" in \
+        again.lines[-1]
 
 
 def test_what_the_rewriter_does_not_handle_is_refused_before_it_is_called(spark, shape_demo,

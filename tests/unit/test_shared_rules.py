@@ -5,7 +5,7 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.formatting import id_ranges
 from state_runbooks.core.growth import is_rising
 from state_runbooks.core.state_files import StateFile, files_seen
-from state_runbooks.safety.safekeeping import check_mode
+from state_runbooks.safety.safekeeping import Change
 
 
 @pytest.mark.parametrize("rows, rising", [
@@ -21,12 +21,15 @@ def test_growth_is_judged_on_the_trend_not_the_size_of_the_change(rows, rising):
 
 
 def test_an_invalid_mode_names_the_valid_ones():
-    assert check_mode("undo", ("diagnose", "rollback", "undo")) == "undo"
+    rollback = Change("rollback", ".recovery-", "recover_corrupted_state",
+                      ("diagnose", "rollback", "undo"))
+    assert rollback.check_mode("undo") == "undo"
     with pytest.raises(RunbookError, match=r"^mode='apply' is not valid: use 'diagnose', "
                                            r"'rollback' or 'undo'$"):
-        check_mode("apply", ("diagnose", "rollback", "undo"))
+        rollback.check_mode("apply")
     with pytest.raises(RunbookError, match=r"use 'repartition' or 'undo'$"):
-        check_mode("", ("repartition", "undo"))
+        Change("repartition", ".repartition-", "repartition_state",
+               ("repartition", "undo")).check_mode("")
 
 
 def test_a_units_files_are_described_one_way():

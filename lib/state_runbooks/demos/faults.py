@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 
-from state_runbooks.common.errors import RunbookError, spark_error_text, spark_errors
+from state_runbooks.common.errors import RunbookError, spark_error_text
 from state_runbooks.core.checkpoint import DEFAULT_STORE, Checkpoint, StateFile
-from state_runbooks.core.fs import open_fs
+from state_runbooks.core.fs import copy_tree, open_fs
 from state_runbooks.core.fs.base import sidecar_of
 from state_runbooks.core.state_files import (
     INCREMENTAL_KINDS,
@@ -17,8 +17,6 @@ from state_runbooks.core.state_files import (
     store_folder,
     zip_ssts,
 )
-from state_runbooks.core.state_loads import load_units
-from state_runbooks.core.state_reader import read_unit
 
 FAULTS = ("truncate_latest", "garbage_latest", "delete_latest", "break_middle", "drop_partition",
           "drop_operator_metadata", "uncommitted_batch")
@@ -162,45 +160,6 @@ def _middle_file(ckpt: Checkpoint, raw, files: list[StateFile]) -> str:
     added = [n for n, _ in zip_ssts(raw, zips[middle].path) or []
              if n not in before and n in newest]
     return f"{folder}/SSTs/{sorted(added)[0]}" if added else zips[middle].path
-
-
-def copy_tree(spark, source: str, target: str) -> str:
-    """Copy a folder byte for byte (sidecars included) through Hadoop; returns the target URI."""
-    src = open_fs(spark, source).raw()
-    dst = open_fs(spark, target).raw()
-    if dst.exists() and dst.list():
-        raise RunbookError(f"{dst.root} is not empty: pick a new folder to copy into")
-    for rel in src.walk():
-        src.copy_to(rel, dst, rel)
-    return dst.root
-
-
-def tree_checksums(spark, root: str) -> dict[str, str]:
-    """SHA-256 of every file below ``root`` (sidecars included), by relative path."""
-    raw = open_fs(spark, root).raw()
-    return {rel: raw.sha256(rel) for rel in raw.walk()}
-
-
-def state_rows(ckpt: Checkpoint, batch_id: int) -> dict[str, list]:
-    """Every unit's rows at one batch, sorted, by ``<operator>/<store or variable>``."""
-    out = {}
-    for unit in load_units(ckpt):
-        with spark_errors(f"reading {unit.label} at batch {batch_id}"):
-            rows = read_unit(ckpt, unit, batch_id).collect()
-        out[unit.label] = sorted(rows, key=repr)
-    return out
-
-
-def compare_state(a: Checkpoint, b: Checkpoint, batch_id: int) -> list[str]:
-    """Row-for-row comparison of two checkpoints at one batch; one line per store."""
-    left, right = state_rows(a, batch_id), state_rows(b, batch_id)
-    lines = []
-    for label in sorted(set(left) | set(right)):
-        x, y = left.get(label), right.get(label)
-        verdict = "equal" if x == y else "DIFFERENT"
-        lines.append(f"{label} at batch {batch_id}: {len(x or [])} vs {len(y or [])} rows, "
-                     f"{verdict}")
-    return lines
 
 
 def restart_without_state_folder(spark, demo, ckpt: Checkpoint) -> str:

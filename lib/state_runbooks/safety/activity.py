@@ -51,18 +51,22 @@ def trigger_interval_ms(ckpt: Checkpoint) -> int | None:
 
 
 def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
-                   now_ms: int | None = None) -> Activity:
+                   now_ms: int | None = None, own_writes: dict | None = None) -> Activity:
     """Signs that a query is still writing to the checkpoint: an offsets or commits entry written
     more recently than ``quiet_minutes`` or than ``TRIGGER_INTERVALS_QUIET`` of the query's own
     trigger intervals (from its batch timestamps), whichever is longer, or an active query of
-    this session on it."""
+    this session on it. ``own_writes`` (path -> [size, modified ms], as a change's journal
+    records what the change wrote) are not signs: an undo right after the change is not refused
+    for the change's own new batch."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     reasons = []
     # The newest entry by time, and among entries of the same time (a copy that kept no times)
     # the latest batch.
+    own = own_writes or {}
     entries = [(entry.modified_ms, int(entry.name.rsplit("/", 1)[-1]), rel)
                for rel, entry in log_files(ckpt).items()
-               if entry.name.rsplit("/", 1)[-1].isdigit()]
+               if entry.name.rsplit("/", 1)[-1].isdigit()
+               and list(own.get(rel, ())) != [entry.size, entry.modified_ms]]
     newest = None
     if entries:
         modified_ms, _batch, rel = max(entries)

@@ -1,8 +1,15 @@
-"""What a change to a checkpoint requires, each requirement checked and shown (07's repartition,
-09's rewrite): one shape for both, so a refusal reads the same in every runbook."""
+"""What a change to a checkpoint requires, each requirement checked and shown: one shape for every
+runbook that changes one, so a refusal reads the same in each, and the requirements they share
+(Spark's internal API on a verified release, a committed last batch, operators verified, the
+query stopped) are written once."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from typing import ClassVar
+
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.operators import operator_model
 
 
 @dataclass(frozen=True)
@@ -18,8 +25,13 @@ class Requirement:
 
 
 class RequirementList:
-    """For a dataclass with ``requirements``: the ones that block, and each by name."""
+    """For a dataclass with ``requirements``: the ones that block, each by name, the refusal, and
+    the title each requirement is shown under (``TITLES``, by name)."""
     requirements: tuple[Requirement, ...]
+    TITLES: ClassVar[dict[str, str]] = {}
+    # Requirements named first in a refusal: a live query (nothing else can be judged while it
+    # writes), then a change that asks for nothing.
+    FIRST: ClassVar[tuple[str, ...]] = ("stopped", "something")
 
     @property
     def blocking(self) -> list[Requirement]:
@@ -32,11 +44,21 @@ class RequirementList:
     def get(self, name: str) -> Requirement:
         return next(r for r in self.requirements if r.name == name)
 
+    def refusal(self) -> str | None:
+        """The first unmet requirement as one line, else None."""
+        order = {name: i for i, name in enumerate(self.FIRST)}
+        blocking = sorted(self.blocking, key=lambda r: order.get(r.name, len(order)))
+        if not blocking:
+            return None
+        more = f" (and {len(blocking) - 1} more unmet requirement(s))" if len(blocking) > 1 else ""
+        return f"{blocking[0].seen}{more}; nothing was changed"
 
-def requirement_lines(checks: RequirementList, titles: dict[str, str], skip: tuple[str, ...] = (),
+
+def requirement_lines(checks: RequirementList, skip: tuple[str, ...] = (),
                       only: tuple[str, ...] | None = None) -> list[str]:
     """One line per requirement under its title (``skip`` some, or show ``only`` some), then the
     verdict (not with ``only``)."""
+    titles = checks.TITLES
     lines = []
     for r in checks.requirements:
         if r.name in skip or (only is not None and r.name not in only):
@@ -49,3 +71,73 @@ def requirement_lines(checks: RequirementList, titles: dict[str, str], skip: tup
                f"requirement{'s' if len(blocking) > 1 else ''} not met: {unmet}; Spark is not "
                "called and nothing changes")
     return lines if only is not None else lines + [verdict]
+
+
+# -- the requirements several changes share --------------------------------------------------
+def version_tuple(version: str) -> tuple[int, int]:
+    match = re.match(r"^(\d+)\.(\d+)", version or "")
+    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
+
+
+def spark_release(version: str, first: tuple[int, int], verified: tuple[str, ...],
+                  what: str) -> Requirement:
+    """Spark's internal API ``what`` exists from release ``first`` on, and this change is verified
+    on the ``verified`` releases (``major.minor``) only: anything else is refused."""
+    found = version_tuple(version)
+    tested = ".".join(map(str, found)) in verified
+    if found < first:
+        seen = f"Spark {version}: {what} ships with {first[0]}.{first[1]} and later"
+    elif tested:
+        seen = f"Spark {version}: a release this change is verified on"
+    else:
+        seen = (f"Spark {version}: {what} is internal to Spark and this change is verified on "
+                f"{', '.join(verified)} only")
+    return Requirement("spark_version", found >= first and tested, seen)
+
+
+def committed(ckpt: Checkpoint, verb: str) -> Requirement:
+    """The last batch has its commit (a change starts from committed state)."""
+    offsets, commits = ckpt.offset_batch_ids, ckpt.commit_batch_ids
+    last = offsets[-1] if offsets else None
+    if last is None:
+        return Requirement("committed", False, f"no batch has run yet: there is no state to {verb}")
+    if not commits or commits[-1] != last:
+        return Requirement("committed", False,
+                           f"the last batch {last} has an offsets entry but no commit (it was in "
+                           "flight, or an earlier change did not finish): restart the query once "
+                           f"so that it commits, then {verb}")
+    return Requirement("committed", True, f"the last batch {last} is committed")
+
+
+def operators_verified(ckpt: Checkpoint, verified: tuple[str, ...], spark_refuses: dict[str, str],
+                       noun: str, also=None) -> Requirement:
+    """Every operator's family is one this change is verified on and Spark does not refuse;
+    ``also(model)`` may name one more reason an operator is refused (None: none)."""
+    unmet, met = [], []
+    for op in ckpt.operators():
+        model = operator_model(ckpt, op.operator_id)
+        name = f"operator {op.operator_id} ({op.operator_name}, {model.family})"
+        other = also(model) if also is not None else None
+        if model.family in spark_refuses:
+            unmet.append(f"{name}: {spark_refuses[model.family]}")
+        elif other:
+            unmet.append(f"{name}: {other}")
+        elif model.family not in verified:
+            unmet.append(f"{name}: its {noun} is not verified on this Spark (verified: "
+                         f"{', '.join(verified)})")
+        else:
+            met.append(name)
+    if unmet:
+        return Requirement("operators", False, "; ".join(unmet))
+    return Requirement("operators", True, f"{', '.join(met)}: {noun} verified")
+
+
+def stopped(activity, force: bool) -> Requirement:
+    """No sign of a query writing to the checkpoint (``activity``: the activity guard's
+    answer); with ``force`` an active-looking one is let through, and said so."""
+    if not activity.looks_active:
+        return Requirement("stopped", True, f"the query looks stopped ({activity.seen})")
+    seen = "the query looks active: " + "; ".join(activity.reasons)
+    return Requirement("stopped", False, seen + (" (force=True: going on)" if force else
+                                                 ". Stop it, wait, or pass force=True when you "
+                                                 "know it is stopped"), overridden=force)

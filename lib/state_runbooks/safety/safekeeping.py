@@ -1,6 +1,6 @@
 """Changing a checkpoint so that nothing is lost: back up first, move never delete, journal every
-file, undo byte for byte. Used by every runbook that changes a checkpoint (05's rollback, 07's
-repartition); each says what its change is (``Change``) and verifies its own result.
+file, undo byte for byte: the engine under the one procedure every runbook that changes a
+checkpoint follows (:mod:`.change`); each says what its change is (``Change``).
 
 A change starts with :func:`safekeep`: a JSON journal in a backup folder next to the checkpoint
 lists every file of the checkpoint as it was (size, time), the files about to be moved aside and
@@ -37,10 +37,18 @@ _METADATA_FILE = re.compile(r"^(metadata|sources/.*|state/\d+/_metadata/.*"
 
 @dataclass(frozen=True)
 class Change:
-    """What kind of change a journal records, in the words its runbook uses."""
+    """What kind of change a runbook makes and a journal records, in the runbook's words."""
     noun: str  # "rollback", "repartition": in messages ("the rollback found it", ...)
     mark: str  # backup folders are siblings named <checkpoint><mark><UTC time>
     runbook: str  # the runbook that wrote the journal
+    modes: tuple[str, ...] = ()  # the runbook's ``mode`` values: the change's own, then undo
+
+    def check_mode(self, mode: str) -> str:
+        """A runbook's ``mode`` parameter, one of its ``modes``, else a one-line error."""
+        if mode not in self.modes:
+            choices = ", ".join(f"'{m}'" for m in self.modes[:-1]) + f" or '{self.modes[-1]}'"
+            raise RunbookError(f"mode={mode!r} is not valid: use {choices}")
+        return mode
 
 
 @dataclass
@@ -57,6 +65,10 @@ class Outcome:
     # then ``refused`` says so too, and nothing is left changed; if putting back failed,
     # ``applied`` and ``verified=False`` say that a partial change is left, see the journal).
     stopped: str | None = None
+    verification: list[str] = field(default_factory=list)  # the lines the verification said
+    auto_undone: bool = False  # not verified (or the change failed), and undone on its own
+    seconds: dict = field(default_factory=dict)  # step -> wall seconds: where an apply's time went
+    journal: dict | None = field(default=None, repr=False)  # an undo's: what the change recorded
 
 
 def stopped_outcome(out: Outcome, journal: dict) -> bool:
@@ -200,11 +212,20 @@ def live_writer_signs(ckpt: Checkpoint, inventory: dict) -> list[str]:
 def unchanged_since(ckpt: Checkpoint, journal: dict) -> list[str]:
     """Files of the journal's manifest (not moved by the change) that are gone or differ in size
     or time now: a change that only adds files leaves this empty."""
+    manifest = {m["path"]: (m["size"], m["modified_ms"]) for m in journal["manifest"]}
+    return changed_files(ckpt, manifest, {m["path"] for m in journal["moves"]})
+
+
+def changed_files(ckpt: Checkpoint, listed: dict, moved: set = frozenset()) -> list[str]:
+    """Files of a listing (path -> (size, modified ms), or a ``walk``) other than ``moved``
+    that are gone or differ in size or time now."""
     current = ckpt.fs.raw().walk()
-    moved = {m["path"] for m in journal["moves"]}
-    return [m["path"] for m in journal["manifest"] if m["path"] not in moved and (
-        m["path"] not in current or current[m["path"]].size != m["size"]
-        or current[m["path"]].modified_ms != m["modified_ms"])]
+
+    def same(rel, then) -> bool:
+        size, modified = (then.size, then.modified_ms) if hasattr(then, "size") else then
+        now = current.get(rel)
+        return now is not None and now.size == size and now.modified_ms == modified
+    return [rel for rel, then in listed.items() if rel not in moved and not same(rel, then)]
 
 
 # -- undo ------------------------------------------------------------------------------------------
@@ -253,12 +274,13 @@ def undo(ckpt: Checkpoint, change: Change, journal_path: str, dry_run: bool, for
     out = Outcome("undo", dry_run)
     uri = find_journal(ckpt, change, journal_path)
     journal = read_journal(ckpt.spark, uri, change)
-    out.journal_path, out.backup_dir = uri, journal.get("backup_dir")
+    out.journal_path, out.backup_dir, out.journal = uri, journal.get("backup_dir"), journal
     if journal.get("checkpoint") != ckpt.root:
         raise RunbookError(f"journal {uri} is for {journal.get('checkpoint')}, not {ckpt.root}")
     if journal.get("status") == "undone":
-        raise RunbookError(f"journal {uri} was already undone ({journal['undo']['at']}): nothing "
-                           "to undo")
+        out.lines.append(f"nothing to undo: journal {uri} was already undone "
+                         f"({journal['undo']['at']})")
+        return out
     raw = ckpt.fs.raw()
     backup = open_fs(ckpt.spark, journal["backup_dir"]).raw()
     manifest = {m["path"]: m for m in journal["manifest"]}
@@ -389,12 +411,3 @@ def files_to_keep(inventory: dict, moves: list[str]) -> tuple[list[str], list[st
     moved += [sidecar_of(rel) for rel in moved if sidecar_of(rel) in inventory]
     copies = [rel for rel in inventory if is_metadata_file(rel) and rel not in moved]
     return moved, copies
-
-
-def check_mode(mode: str, modes: tuple[str, ...]) -> str:
-    """A runbook's ``mode`` parameter, one of its ``modes`` (the first is the one that changes
-    nothing)."""
-    if mode not in modes:
-        choices = ", ".join(f"'{m}'" for m in modes[:-1]) + f" or '{modes[-1]}'"
-        raise RunbookError(f"mode={mode!r} is not valid: use {choices}")
-    return mode

@@ -10,7 +10,7 @@ from __future__ import annotations
 from state_runbooks.session.spark_session import is_connect
 
 from .aliases import state_reader_root  # noqa: F401 - the root Spark's state readers get
-from .base import CheckpointFS, FileEntry  # noqa: F401 - the interface
+from .base import MADE_MARK, CheckpointFS, FileEntry  # noqa: F401 - the interface
 from .hadoop import HadoopFS
 
 
@@ -20,3 +20,20 @@ def open_fs(spark, root: str) -> CheckpointFS:
         from .connect import ConnectFS
         return ConnectFS(spark, root)
     return HadoopFS(spark, root)
+
+
+def tree_checksums(spark, root: str) -> dict[str, str]:
+    """SHA-256 of every file below ``root`` (sidecars included), by relative path."""
+    return open_fs(spark, root).tree_checksums()
+
+
+def copy_tree(spark, source: str, target: str) -> str:
+    """Copy a folder byte for byte (sidecars included) to a new folder; returns its URI."""
+    dst = open_fs(spark, target)
+    open_fs(spark, source).copy_tree(dst)
+    return dst.raw().root
+
+
+def remove_tree(spark, root: str) -> bool:
+    """Remove a folder the library made (see ``TreeOperations.remove_tree``)."""
+    return open_fs(spark, root).remove_tree()

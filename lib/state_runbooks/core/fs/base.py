@@ -7,8 +7,16 @@ FileSystem API in a classic session's JVM) and :class:`~state_runbooks.core.fs.c
 """
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass
 from typing import Protocol
+
+from state_runbooks.common.errors import RunbookError
+
+# A folder the library makes (a scratch copy, a staging folder, a new checkpoint location) holds
+# this file, which says so: only such a folder is ever removed, by ``remove_tree``.
+MADE_MARK = "made-by-state-runbooks.json"
 
 
 @dataclass(frozen=True)
@@ -55,3 +63,49 @@ class CheckpointFS(Protocol):
     def write_bytes(self, rel: str, data: bytes, overwrite: bool = False) -> None: ...
     def copy_to(self, src_rel: str, dst: "CheckpointFS", dst_rel: str) -> None: ...
     def move_to(self, src_rel: str, dst: "CheckpointFS", dst_rel: str) -> None: ...
+    # Whole folders (:class:`TreeOperations`).
+    def tree_checksums(self, rel: str = "") -> dict[str, str]: ...
+    def copy_tree(self, dst: "CheckpointFS") -> int: ...
+    def mark_made(self, purpose: str) -> None: ...
+    def remove_tree(self) -> bool: ...
+
+
+class TreeOperations:
+    """Whole-folder operations, on each implementation's own primitives: the checksums of a tree,
+    a tree copied byte for byte, and a folder the library made, marked when made and removed
+    only with that mark (never a folder of the user's)."""
+
+    def tree_checksums(self, rel: str = "") -> dict[str, str]:
+        """SHA-256 of every file below ``rel`` (sidecars included), by path from the root."""
+        raw = self.raw()
+        return {path: raw.sha256(path) for path in raw.walk(rel)}
+
+    def copy_tree(self, dst) -> int:
+        """Every file below the root, byte for byte (sidecars included), to ``dst``'s root, which
+        must be absent or empty; returns the number of files copied."""
+        src, target = self.raw(), dst.raw()
+        if target.exists() and target.list():
+            raise RunbookError(f"{target.root} is not empty: pick a new folder to copy into")
+        files = src.walk()
+        for rel in files:
+            src.copy_to(rel, target, rel)
+        return len(files)
+
+    def mark_made(self, purpose: str) -> None:
+        """Say in the root folder that the library made it, and what for."""
+        text = json.dumps({"made_by": "spark-state-runbooks", "purpose": purpose,
+                           "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        self.raw().write_bytes(MADE_MARK, (text + "\n").encode("utf-8"), overwrite=True)
+
+    def remove_tree(self) -> bool:
+        """Remove the root folder, which the library made (:meth:`mark_made`); True when it is
+        gone. Any other folder is refused in one line, and nothing is removed."""
+        raw = self.raw()
+        if not raw.exists():
+            return True
+        if not raw.exists(MADE_MARK):
+            raise RunbookError(f"refusing to remove {raw.root}: this library did not make it (no "
+                               f"{MADE_MARK} in it); nothing was removed")
+        self._delete_root()
+        raw.refresh()
+        return not raw.exists()

@@ -30,7 +30,7 @@ from state_runbooks.common.errors import (
 from state_runbooks.common.locations import refuse_own_folder
 from state_runbooks.session.spark_session import session_conf
 
-from .base import FileEntry
+from .base import FileEntry, TreeOperations
 from .causes import is_permission_error, missing_connector, permission_message
 
 # List on the driver: a checkpoint has a folder per partition, and past 32 folders Spark would
@@ -60,7 +60,7 @@ def _dbutils(spark):
         return None
 
 
-class ConnectFS:
+class ConnectFS(TreeOperations):
     """Files below one root, listed and read through Spark Connect."""
 
     has_checksum_layer = False  # .crc sidecars are never visible through Spark's listing
@@ -269,6 +269,13 @@ class ConnectFS:
                                f"{first_line(exc)}") from None
         self.refresh()
         dst.refresh()
+
+
+    def _delete_root(self) -> None:
+        refuse_own_folder(self.root)
+        dbutils = self._require_dbutils(f"remove {self.root}")
+        dbutils.fs.rm(self.root, True)
+        self.refresh()
 
 
 def _file_system(uri: str) -> str:

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from state_runbooks.common.errors import RunbookError, first_line, root_cause
 from state_runbooks.common.locations import refuse_own_folder
 
-from .base import FileEntry, is_checksum_file, sidecar_of  # noqa: F401 - used by callers too
+from .base import FileEntry, TreeOperations, is_checksum_file, sidecar_of  # noqa: F401
 from .causes import is_permission_error, missing_connector, permission_message
 
 # Hadoop 3's FileStatus.toString(): "<class>{path=<uri>; isDirectory=<bool>[; length=<n>; ...];
@@ -43,7 +43,7 @@ def jvm_member(jvm, name: str):
     return members[name]
 
 
-class HadoopFS:
+class HadoopFS(TreeOperations):
     """A Hadoop FileSystem rooted at one folder."""
 
     can_modify = True  # the JVM client writes, copies and renames on any Hadoop file system
@@ -317,6 +317,10 @@ class HadoopFS:
         self._fs.mkdirs(target.getParent())
         if not self._fs.rename(self._path(src_rel), target):
             raise RunbookError(f"could not move {self.uri(src_rel)} to {dst.uri(dst_rel)}")
+
+    def _delete_root(self) -> None:
+        refuse_own_folder(self.root)
+        self._fs.delete(self._path(""), True)
 
     def verify_checksum(self, rel: str) -> str | None:
         """Read a file through the checksum layer: None when its ``.crc`` sidecar matches (or there

@@ -47,6 +47,7 @@ __all__ = [
     "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "demo_lines", "demo_verdicts",
     "expected_demo_verdicts", "run_demo_changes",
     "DEFAULT_FUNCTION", "JobQuery", "load_job",
-    "checks_lines", "ignored_lines", "prediction_line", "rehearsal_lines", "side_by_side_lines", "summarize",
+    "checks_lines", "ignored_lines", "prediction_line", "rehearsal_lines", "side_by_side_lines",
+    "summarize",
     "summary_details", "verdict_line", "verdict_lines", "what_this_showed",
 ]

@@ -29,7 +29,8 @@ GRADES = ("same", "accepted", "changes", "ignored", "fails", "unknown")
 SEVERITY = {"fails": "critical", "ignored": "warning", "changes": "warning",
             "unknown": "warning", "accepted": "info", "same": "info"}
 
-NEW_CHECKPOINT = "or start a new checkpoint from the logged offsets and let the state build up again"
+NEW_CHECKPOINT = ("or start a new checkpoint from the logged offsets and let the state build up "
+                  "again")
 ACTIONS = {
     schemas.KEY_NOT_COMPATIBLE: "keep the old key (the same grouping, deduplication or join "
                                 f"columns with the same types), {NEW_CHECKPOINT}",

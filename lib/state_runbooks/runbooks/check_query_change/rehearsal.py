@@ -122,17 +122,6 @@ def scratch_root(ckpt, scratch_dir: str = "") -> str:
     return f"{base}-{stamp}"
 
 
-def _remove(spark, fs) -> bool:
-    """Remove the copy (a folder this module made and nothing else)."""
-    hadoop = getattr(fs, "_fs", None)
-    if hadoop is not None:
-        return bool(hadoop.delete(fs._path(""), True))
-    dbutils = getattr(fs, "_dbutils", None)
-    if dbutils is not None:
-        return bool(dbutils.fs.rm(fs.uri(""), True))
-    return False
-
-
 def error_class_of(exc: BaseException) -> str | None:
     """The innermost Spark error class of a failed restart (``STREAM_FAILED`` only when it
     wraps nothing with a class)."""
@@ -154,12 +143,13 @@ def rehearse(spark, ckpt, job, scratch_dir: str = "",
             "a classic session, or on Databricks"))
     result = Rehearsal(None, plan.batch_id, copy=plan, attempted=True)
     try:
+        copy.mark_made(f"check_query_change: a scratch copy of {ckpt.root} for one batch")
         for rel in plan.files:
             copy_pointing_here(ckpt.fs, copy, rel)
         _run(spark, job, copy.uri(""), plan.batch_id, timeout_seconds, result)
     finally:
         try:
-            result.removed = _remove(spark, copy)
+            result.removed = copy.remove_tree()
         except Exception as exc:  # noqa: BLE001 - say it; the rehearsal's outcome stands
             result.note += f"; the copy {root} could not be removed: {first_line(exc)}"
     result.seconds = time.perf_counter() - start

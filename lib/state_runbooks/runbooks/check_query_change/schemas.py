@@ -71,28 +71,26 @@ def read_schema_file(spark, fs, rel: str) -> list[ColumnFamilySchema] | None:
     parsed = parse_schema_file(data)
     if parsed is not None or is_connect(spark):
         return parsed
-    return _read_with_spark(spark, fs.uri(rel))
+    return _read_with_spark(spark, data)
 
 
-def _read_with_spark(spark, uri: str) -> list[ColumnFamilySchema] | None:
+def _read_with_spark(spark, data: bytes) -> list[ColumnFamilySchema] | None:
+    """A v3 schema file's column families, read by Spark's own reader from its bytes (read
+    through the file seam)."""
     jvm = spark._jvm
     try:
         loader = jvm.Thread.currentThread().getContextClassLoader()
         readers = jvm.java.lang.Class.forName(
             "org.apache.spark.sql.execution.streaming.state.SchemaHelper$SchemaReader$", True,
             loader).getField("MODULE$").get(None)
-        path = jvm.org.apache.hadoop.fs.Path(uri)
-        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-        stream = fs.open(path)  # read only: Spark's own reader takes an open stream
-        try:
-            reader = readers.createSchemaReader(stream.readUTF())
-            families = reader.read(stream)
-        finally:
-            stream.close()
+        stream = jvm.java.io.DataInputStream(jvm.java.io.ByteArrayInputStream(bytearray(data)))
+        reader = readers.createSchemaReader(stream.readUTF())
+        families = reader.read(stream)
         out = []
         for i in range(families.size()):
             cf = families.apply(i)
-            out.append(ColumnFamilySchema(str(cf.colFamilyName()), json.loads(cf.keySchema().json()),
+            out.append(ColumnFamilySchema(str(cf.colFamilyName()),
+                                          json.loads(cf.keySchema().json()),
                                           json.loads(cf.valueSchema().json())))
         return out
     except Exception:  # noqa: BLE001 - another Spark version's reader: not readable from here

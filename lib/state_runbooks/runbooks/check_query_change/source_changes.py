@@ -86,7 +86,8 @@ def compare_file(old: Source, new: Source) -> SourceVerdict:
         return SourceVerdict(old.label, old.describe(), new.describe(), "same",
                              "the same folder")
     return SourceVerdict(old.label, old.describe(), new.describe(), "changes",
-                         f"the new path contains the folder read before ({', '.join(old_folders)}): "
+                         "the new path contains the folder read before "
+                         f"({', '.join(old_folders)}): "
                          "every file below it that was never read is new input, at the first "
                          "batch after the restart")
 

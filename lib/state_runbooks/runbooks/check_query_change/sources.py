@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from state_runbooks.core.fs import open_fs
 from state_runbooks.session.spark_session import is_connect
 
 FILE_FORMATS = {"json", "csv", "parquet", "orc", "text", "avro", "xml", "binaryfile"}
@@ -248,10 +249,8 @@ def _qualified(spark, path: str) -> str:
     """A path as Spark resolves it (relative to the driver's folder, on the default file
     system)."""
     try:
-        jpath = spark._jvm.org.apache.hadoop.fs.Path(path)
-        fs = jpath.getFileSystem(spark._jsc.hadoopConfiguration())
-        return str(fs.makeQualified(jpath).toString())
-    except Exception:  # noqa: BLE001 - a glob or a scheme without a client here: as written
+        return open_fs(spark, path).root
+    except Exception:  # noqa: BLE001 - a scheme without a client here: as written
         return path
 
 

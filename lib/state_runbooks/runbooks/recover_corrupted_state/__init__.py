@@ -5,7 +5,7 @@ One module per concern:
 - :mod:`.structure`: what the files say (logs, partition folders, the files each version needs);
 - :mod:`.diagnose`: the load test, the last good batch, the file at fault;
 - :mod:`.plan`: what a rollback moves;
-- :mod:`.apply`: rollback and undo, journaled, byte for byte;
+- :mod:`.apply`: rollback and undo, through the procedure every changing runbook follows;
 - :mod:`.report`: the lines a reader sees and the run summary;
 
 Below it: Spark's loads and what a failed one means (:mod:`state_runbooks.core.state_loads`), the
@@ -15,18 +15,7 @@ demo injects (:mod:`state_runbooks.demos.faults`).
 "Critical" and a rollback plan need evidence that Spark's store code cannot load the state; a
 shape the reader cannot read is "unknown" and nothing is planned.
 """
-from .apply import (
-    BACKUP_MARK,
-    MODES,
-    Outcome,
-    cannot_modify,
-    check_mode,
-    default_backup_dir,
-    find_journal,
-    read_journal,
-    rollback,
-    undo,
-)
+from .apply import ROLLBACK, Checks, Outcome, check_rollback, rollback, undo
 from .diagnose import Diagnosis, Probe, diagnose, linear_scan
 from .plan import REPLAY_FROM_START, Plan, plan_lines, plan_rollback
 from .report import (
@@ -42,8 +31,7 @@ from .report import (
 from .structure import Problem
 
 __all__ = [
-    "BACKUP_MARK", "MODES", "Outcome", "cannot_modify", "check_mode",
-    "default_backup_dir", "find_journal", "read_journal", "rollback", "undo",
+    "ROLLBACK", "Checks", "Outcome", "check_rollback", "rollback", "undo",
     "Diagnosis", "Probe", "diagnose", "linear_scan",
     "REPLAY_FROM_START", "Plan", "plan_lines", "plan_rollback",
     "bisection_lines", "load_lines", "options_lines", "problem_lines", "source_offsets_lines",

@@ -1,107 +1,128 @@
-"""Rollback and undo, on the shared safekeeping machinery (:mod:`state_runbooks.safety.safekeeping`).
-Rollback (dry run unless asked): copy everything that will be touched into a backup folder, move
-(never delete) the planned files, write a JSON journal (sizes and SHA-256 of every move), and
-verify that the state loads at the target, the last committed batch. ``undo`` puts the checkpoint
-back byte for byte; files written since the rollback are moved aside, never deleted, and an undo
-stopped halfway resumes.
+"""Rollback and undo, through the procedure every change follows (:mod:`state_runbooks.safety.
+change`). Rollback (dry run unless asked): copy everything that will be touched into a backup
+folder, move (never delete) the planned files, write a JSON journal (sizes and SHA-256 of every
+move), and verify that the state loads at the target, the last committed batch. ``undo`` puts the
+checkpoint back byte for byte; files written since the rollback are moved aside, never deleted,
+and an undo stopped halfway resumes.
 
 On Spark Connect outside Databricks nothing can be moved: the apply step refuses before changing
 anything and prints the plan.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import ClassVar
+
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import open_fs
 from state_runbooks.core.fs.base import sidecar_of
 from state_runbooks.core.state_files import is_schema_file
 from state_runbooks.core.state_loads import load_batch
-from state_runbooks.safety import safekeeping
+from state_runbooks.safety import requirements as shared
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
-from state_runbooks.safety.safekeeping import (
-    Change,
-    Outcome,
-    active_refusal,
-    cannot_modify,
-    files_to_keep,
-    open_backup,
-    safekeep,
-    stopped_outcome,
-    stops_here,
-    write_journal,
-)
+from state_runbooks.safety.change import apply_change, undo_change
+from state_runbooks.safety.requirements import Requirement, RequirementList
+from state_runbooks.safety.safekeeping import Change, Outcome, cannot_modify
 from state_runbooks.safety.watch import LOG_FOLDERS, differences, refuse_if
 
 from .plan import REPLAY_FROM_START, Plan, plan_lines, state_moves
 
-MODES = ("diagnose", "rollback", "undo")
-BACKUP_MARK = ".recovery-"  # default backup folder: <checkpoint>.recovery-<UTC time>, a sibling
-ROLLBACK = Change("rollback", BACKUP_MARK, "recover_corrupted_state")
+ROLLBACK = Change("rollback", ".recovery-", "recover_corrupted_state",
+                  ("diagnose", "rollback", "undo"))
 
 
-# -- rollback and undo -----------------------------------------------------------------------------
-def default_backup_dir(ckpt: Checkpoint, now: float | None = None) -> str:
-    return safekeeping.default_backup_dir(ckpt, ROLLBACK, now)
+@dataclass(frozen=True)
+class Checks(RequirementList):
+    """What a rollback requires, checked just before it."""
+    requirements: tuple[Requirement, ...]
+    inventory: dict | None = field(default=None, repr=False, compare=False)
+    TITLES: ClassVar[dict[str, str]] = {
+        "files": "this session can move the checkpoint's files",
+        "stopped": "the query is stopped",
+        "plan_current": "the logs are as the diagnosis and the plan saw them",
+    }
+    FIRST: ClassVar[tuple[str, ...]] = ("files", "stopped", "plan_current")
+
+
+def check_rollback(ckpt: Checkpoint, plan: Plan, force: bool = False,
+                   quiet_minutes: float = QUIET_MINUTES, diagnosed: dict | None = None) -> Checks:
+    """The rollback's requirements: a session that can move files, no live query (unless
+    forced), and the logs as the plan (and ``diagnosed``, the diagnosis' listing) saw them."""
+    activity = check_activity(ckpt, quiet_minutes)
+    inventory = ckpt.fs.raw().walk()
+    stale = refuse_if(_not_in_plan(plan, inventory, diagnosed), "the diagnosis")
+    moving = cannot_modify(ckpt, "rollback")
+    return Checks((Requirement("files", moving is None, moving or "classic session, or "
+                                                                "Databricks' dbutils.fs"),
+                   shared.stopped(activity, force),
+                   Requirement("plan_current", stale is None, stale or "no batch ran since")),
+                  inventory)
+
+
+class _Rollback:
+    """What 05 tells the procedure: the moves are the change; then the state must load."""
+    change = ROLLBACK
+
+    def __init__(self, ckpt: Checkpoint, plan: Plan):
+        self.ckpt, self.plan = ckpt, plan
+
+    def does(self) -> str:
+        return (f"leaves batch {self.plan.target_batch_id} the last committed one"
+                if self.plan.target_batch_id != REPLAY_FROM_START else
+                "leaves no batch, so that the query starts again from its sources")
+
+    def journal(self) -> dict:
+        return {"action": f"rollback to batch {self.plan.target_batch_id}",
+                "target_batch_id": self.plan.target_batch_id}
+
+    def call(self, out: Outcome, journal: dict | None) -> str | None:
+        raw = self.ckpt.fs.raw()
+        if self.plan.target_batch_id == REPLAY_FROM_START and raw.is_dir("state"):
+            left = raw.walk("state")
+            if left:
+                raise RunbookError(f"state/ still holds {len(left)} files after the moves (e.g. "
+                                   f"{next(iter(left))}): did a query write meanwhile? See "
+                                   f"{out.journal_path}")
+            raw.move_to("state", _backup(self.ckpt, journal), "moved-empty-folders/state")
+            journal["moved_empty_folders"] = ["state"]
+        return None
+
+    def verify(self, out: Outcome, inventory: dict) -> tuple[bool, list[str]]:
+        self.ckpt.refresh()
+        result = _verify_rollback(self.ckpt, self.plan.target_batch_id, self.plan.moves)
+        return result["ok"], result["lines"]
+
+
+def _backup(ckpt: Checkpoint, journal: dict):
+    return open_fs(ckpt.spark, journal["backup_dir"]).raw()
 
 
 def rollback(ckpt: Checkpoint, plan: Plan, dry_run: bool = True, backup_dir: str = "",
              force: bool = False, quiet_minutes: float = QUIET_MINUTES,
              diagnosed: dict | None = None) -> Outcome:
-    """Apply a plan: back up, move aside, journal, verify. A dry run only says what it would do.
+    """Apply a plan through the procedure every change follows: back up, move aside (each move
+    watched for a live writer), journal, verify that the state loads at the target. A dry run
+    only says what it would do.
 
     Refused when the offsets or commits changed since the plan (a query ran: new entries after
     the target, or planned ones gone), or since ``diagnosed`` (the listing the diagnosis took,
-    ``diag.inventory``) when given; each move is checked first for a live writer, and the first
-    sign of one stops the rollback and puts back what it moved (``Outcome.stopped``)."""
+    ``diag.inventory``) when given; the first sign of a live writer during the moves stops the
+    rollback and puts back what it moved (``Outcome.stopped``)."""
     out = Outcome("rollback", dry_run)
     if plan.target_batch_id is None or not plan.moves:
         out.lines.append(f"nothing to do: {plan.note}")
         return out
-    activity = check_activity(ckpt, quiet_minutes)
-    out.lines.append(f"activity check: {activity.seen}")
-    out.refused = cannot_modify(ckpt, "rollback")
-    if activity.looks_active and not force and not out.refused:
-        out.refused = active_refusal(activity)
-    backup_dir = backup_dir or default_backup_dir(ckpt)
-    out.backup_dir = backup_dir
-    if dry_run:
-        out.lines.append(f"dry run: nothing changed. With dry_run=False this copies and then moves "
-                         f"{len(plan.moves)} files (with sidecars) to {backup_dir}")
-    if stops_here(ckpt, out, plan_lines(plan, limit=len(plan.moves))):
-        return out
-    raw = ckpt.fs.raw()
-    backup = open_backup(ckpt, backup_dir)
-    out.backup_dir = backup.root
-    inventory = raw.walk()
-    out.refused = refuse_if(_not_in_plan(plan, inventory, diagnosed), "the diagnosis")
-    if out.refused:
-        out.lines.append(f"refused: {out.refused}")
-        return out
-    moved, copies = files_to_keep(inventory, plan.moves)
-    copies += _rewritten_by_restart(ckpt, inventory, plan, moved)
-    journal, out.journal_path = safekeep(
-        ckpt, backup, ROLLBACK, inventory, moved, copies,
-        {"action": f"rollback to batch {plan.target_batch_id}",
-         "target_batch_id": plan.target_batch_id})
-    if stopped_outcome(out, journal):
-        return out
-    if plan.target_batch_id == REPLAY_FROM_START and raw.is_dir("state"):
-        left = raw.walk("state")
-        if left:
-            raise RunbookError(f"state/ still holds {len(left)} files after the moves (e.g. "
-                               f"{next(iter(left))}): did a query write meanwhile? See "
-                               f"{out.journal_path}")
-        raw.move_to("state", backup, "moved-empty-folders/state")
-        journal["moved_empty_folders"] = ["state"]
-    journal["status"] = "applied"
-    ckpt.refresh()
-    journal["verification"] = _verify_rollback(ckpt, plan.target_batch_id, plan.moves)
-    out.verified = journal["verification"]["ok"]
-    write_journal(backup, journal)
-    out.applied = True
-    out.lines.append(f"moved {len(moved)} files (with sidecars) to {backup.root}/moved after "
-                     f"copying them to {backup.root}/copy; journal {out.journal_path}")
-    out.lines += journal["verification"]["lines"]
-    return out
+    checks = check_rollback(ckpt, plan, force, quiet_minutes, diagnosed)
+    seen = checks.get("stopped").seen
+    out.lines.append("activity check: " + (seen[seen.find("(") + 1:-1] if checks.get(
+        "stopped").ok else seen))
+    return apply_change(ckpt, _Rollback(ckpt, plan), checks, out, backup_dir=backup_dir,
+                        quiet_minutes=quiet_minutes, moves=plan.moves,
+                        extra_copies=lambda inventory: _rewritten_by_restart(
+                            ckpt, inventory, plan, [m for m in plan.moves if m in inventory]),
+                        undo_when_not_verified=False,
+                        manual_steps=plan_lines(plan, limit=len(plan.moves)))
 
 
 def _rewritten_by_restart(ckpt: Checkpoint, inventory: dict, plan: Plan,
@@ -154,26 +175,13 @@ def _verify_rollback(ckpt: Checkpoint, target: int, moves: list[str] = ()) -> di
     return {"ok": ok, "last_committed_batch_id": last, "loads": loads, "lines": lines}
 
 
-def find_journal(ckpt: Checkpoint, journal_path: str = "") -> str:
-    """The journal to undo: ``journal_path`` (a journal file or its backup folder), else the
-    newest ``<checkpoint>.recovery-*/journal.json`` next to the checkpoint."""
-    return safekeeping.find_journal(ckpt, ROLLBACK, journal_path)
-
-
-def read_journal(spark, journal_uri: str) -> dict:
-    return safekeeping.read_journal(spark, journal_uri, ROLLBACK)
-
-
 def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: bool = False,
          quiet_minutes: float = QUIET_MINUTES) -> Outcome:
     """Put the checkpoint back as the journal's rollback found it, byte for byte.
 
     Files written since the rollback (a restarted query's offsets, commits and state) are moved
     aside into ``<backup>/undo-<time>/displaced`` first; then the moved files come back (checked
-    against their SHA-256), and the backed-up metadata files are restored where they changed."""
-    return safekeeping.undo(ckpt, ROLLBACK, journal_path, dry_run, force,
-                            check_activity(ckpt, quiet_minutes))
-
-
-def check_mode(mode: str) -> str:
-    return safekeeping.check_mode(mode, MODES)
+    against their SHA-256), and the backed-up metadata files are restored where they changed.
+    With no journal beside the checkpoint (a rollback that moved nothing writes none): nothing to
+    undo, said."""
+    return undo_change(ckpt, ROLLBACK, journal_path, "", dry_run, force, quiet_minutes)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 
 from state_runbooks.common.formatting import id_ranges, source_offsets_lines  # noqa: F401 - 05's API
+from state_runbooks.core.state_diff import UnitDiff, all_equal
+from state_runbooks.safety.change import summarize_change
 
-from .apply import Outcome
+from .apply import ROLLBACK, Outcome
 from .diagnose import Diagnosis
 from .plan import Plan
 
@@ -171,9 +173,6 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
         "last_good_batch_id": resume_batch_id(diag, plan),
         "broken": diag.broken(),
         "plan": plan.summary(),
-        "applied": bool(outcome and outcome.applied),
-        "backup_dir": outcome.backup_dir if outcome and outcome.applied else None,
-        "journal_path": outcome.journal_path if outcome and outcome.applied else None,
         "loads": diag.loads,
         "activity": diag.activity_lines(),
     })
@@ -202,26 +201,18 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
         summary.add_finding("warning" if any(not p.problem.startswith("offsets entry without")
                                              for p in diag.problems) else "info",
                             "broken_files", diag.verdict())
-    if outcome and outcome.refused:
-        summary.add_finding("warning", f"{outcome.mode}_refused", outcome.refused)
-        if not outcome.dry_run:
-            summary.change_failed = f"{outcome.mode} refused: {outcome.refused}"
-    if outcome and outcome.applied:
-        summary.add_finding("info", f"{outcome.mode}_applied",
-                            f"{outcome.mode} applied; journal {outcome.journal_path}")
-        if outcome.verified is False:
-            summary.add_finding("critical", f"{outcome.mode}_not_verified",
-                                "; ".join(outcome.lines[-2:]))
-            summary.change_failed = f"{outcome.mode} applied but not verified: see its journal"
+    summarize_change(summary, ROLLBACK, None, outcome)
+    # 05's "applied" says that the mode it ran (the rollback, or the undo) was applied.
+    summary.details["applied"] = bool(outcome and outcome.applied)
 
 
 def what_this_showed(diag: Diagnosis, plan: Plan, deleted: str, done: Outcome,
-                     same: list[str], undone: Outcome, byte_for_byte: bool,
+                     same: list[UnitDiff], undone: Outcome, byte_for_byte: bool,
                      files: int) -> list[str]:
     """The demo's lessons, each with the figures of this run: what one damaged file breaks and
     the last good batch found (``diag``), what Spark answers when the state folder is gone
     (``deleted``), the rollback of ``plan`` (``done``) and the restart compared with the intact
-    copy (``same``: one line per store), and the undo (``undone``; ``byte_for_byte``: the
+    copy (``same``: each store compared), and the undo (``undone``; ``byte_for_byte``: the
     checksums of the checkpoint's ``files`` equal the ones taken before the rollback)."""
     c, g = diag.last_committed_batch_id, diag.last_good_batch_id
     lines = []
@@ -251,8 +242,8 @@ def what_this_showed(diag: Diagnosis, plan: Plan, deleted: str, done: Outcome,
                      f"with {error.group(1)}, as its offsets log says stateful batches ran")
     elif deleted:
         lines.append(f"without the state folder, {deleted}")
-    rows = [m.groups() for m in (_SAME.match(line) for line in same) if m]
-    equal = bool(same) and all(line.endswith("equal") for line in same)
+    rows = [(d.label, d.found) for d in same]
+    equal = all_equal(same)
     if done is not None and done.verified:
         lines.append(f"the rollback to batch {plan.target_batch_id} moved {len(plan.moves)} files "
                      f"aside, journaled; re-running {c - g} batches from the source gave "
@@ -274,4 +265,3 @@ def _and(ids: list[int]) -> str:
             "batches " + ", ".join(words[:-1]) + " and " + words[-1])
 
 
-_SAME = re.compile(r"^(\S+) at batch \d+: (\d+) vs \d+ rows")

@@ -6,35 +6,33 @@ One module per concern:
 - :mod:`.checks`: what Spark requires, each requirement checked on the checkpoint;
 - :mod:`.forecast`: rows per partition now and after (Spark's placement rule, checked on every
   row), and a checksum of every state row;
-- :mod:`.apply`: back up and journal (:mod:`state_runbooks.safety.safekeeping`, shared with 05), call
-  Spark, verify, undo on its own when not verified; ``undo``;
+- :mod:`.apply`: the change through the procedure every changing runbook follows
+  (:mod:`state_runbooks.safety.change`): Spark's call and its verification; ``undo``;
 - :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary, and
   what the demo showed;
 - :mod:`.demo`: the demo's query continued on the new count, next to a run never repartitioned.
 """
-from .apply import BACKUP_MARK, MODES, REPARTITION, Repartitioned, check_mode, repartition, undo
+from state_runbooks.safety.requirements import requirement_lines
+
+from .apply import REPARTITION, Repartitioned, repartition, undo
 from .checks import (
     MIN_SPARK,
     VERIFIED_FAMILIES,
+    VERIFIED_SPARK,
     Checks,
     Requirement,
     check_requirements,
     current_partitions,
 )
-from .demo import Continued, continue_demo
+from .demo import RestartCompared, continue_demo
 from .forecast import UnitScan, forecast, rows_equal, scan_state, scan_unit
-from .report import (
-    alternatives_lines,
-    forecast_lines,
-    requirement_lines,
-    summarize,
-    what_this_showed,
-)
+from .report import alternatives_lines, forecast_lines, summarize, what_this_showed
 
 __all__ = [
-    "BACKUP_MARK", "MODES", "REPARTITION", "Repartitioned", "check_mode", "repartition", "undo",
-    "Continued", "continue_demo",
-    "MIN_SPARK", "VERIFIED_FAMILIES", "Checks", "Requirement", "check_requirements",
+    "REPARTITION", "Repartitioned", "repartition", "undo",
+    "RestartCompared", "continue_demo",
+    "MIN_SPARK", "VERIFIED_FAMILIES", "VERIFIED_SPARK", "Checks", "Requirement",
+    "check_requirements",
     "current_partitions",
     "UnitScan", "forecast", "rows_equal", "scan_state", "scan_unit",
     "alternatives_lines", "forecast_lines", "requirement_lines", "summarize", "what_this_showed",

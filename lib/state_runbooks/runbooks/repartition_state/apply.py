@@ -1,5 +1,5 @@
-"""Repartition, safely: check, back up and journal (the shared safekeeping machinery), call Spark,
-verify, and undo on its own when the verification fails.
+"""Repartition through the one procedure every change follows (:mod:`state_runbooks.safety.change`):
+this module says what the change is, calls Spark's offline repartition and verifies the result.
 
 The verification after Spark's call: a new batch is committed, the newest offsets pin the new
 partition count, no file that was there before changed, and for every unit the rows (count and
@@ -8,7 +8,6 @@ the new count, and match the forecast per partition.
 """
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -16,25 +15,14 @@ from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_reader import format_conf
 from state_runbooks.safety import safekeeping
-from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
-from state_runbooks.safety.change import logs_moved
-from state_runbooks.safety.safekeeping import (
-    Change,
-    Outcome,
-    files_to_keep,
-    live_writer_signs,
-    open_backup,
-    safekeep,
-    write_journal,
-)
-from state_runbooks.safety.watch import signs_line
+from state_runbooks.safety.activity import QUIET_MINUTES
+from state_runbooks.safety.change import apply_change, undo_change
+from state_runbooks.safety.safekeeping import Change, Outcome
 
 from .checks import API_NAME, Checks, check_requirements
 from .forecast import UnitScan, forecast, rows_equal, scan_state
 
-MODES = ("repartition", "undo")
-BACKUP_MARK = ".repartition-"  # default backup folder: <checkpoint>.repartition-<UTC time>
-REPARTITION = Change("repartition", BACKUP_MARK, "repartition_state")
+REPARTITION = Change("repartition", ".repartition-", "repartition_state", ("repartition", "undo"))
 ENFORCE_EXACTLY_ONCE_SINK = True  # Spark's default: never skip a failed batch of the sink
 
 
@@ -43,10 +31,45 @@ class Repartitioned(Outcome):
     num_partitions_before: int | None = None
     num_partitions_after: int | None = None
     rows_equal: bool | None = None
-    auto_undone: bool = False  # the verification failed (or Spark did) and undo ran
-    verification: list[str] = field(default_factory=list)
     after: list[UnitScan] = field(default_factory=list)
-    seconds: dict = field(default_factory=dict)  # step -> wall seconds: where an apply's time went
+
+
+class _Repartition:
+    """What 07 tells the procedure: the change, Spark's call, its verification."""
+    change = REPARTITION
+
+    def __init__(self, ckpt: Checkpoint, checks: Checks, before: list[UnitScan] | None):
+        self.ckpt, self.checks, self.before = ckpt, checks, before
+        self.n0, self.n1 = checks.num_partitions_before, checks.num_partitions_after
+        self.last = ckpt.last_committed_batch_id
+
+    def does(self) -> str:
+        return (f"has Spark rewrite the state of batch {self.last} on {self.n1} partitions as a "
+                "new batch")
+
+    def journal(self) -> dict:
+        return {"action": f"repartition from {self.n0} to {self.n1} partitions",
+                "num_partitions_before": self.n0, "num_partitions_after": self.n1,
+                "batch_id_before": self.last,
+                "rows_before": {s.label: {"rows": s.rows, "checksum": list(s.checksum)}
+                                for s in self.before}}
+
+    def call(self, out: Outcome, journal: dict | None) -> str | None:
+        try:
+            with format_conf(self.ckpt):
+                getattr(self.ckpt.spark, API_NAME).repartition(self.ckpt.root, self.n1,
+                                                               ENFORCE_EXACTLY_ONCE_SINK)
+            return None
+        except Exception as exc:  # noqa: BLE001 - Py4J wraps whatever Spark raised
+            return first_line(exc)
+
+    def verify(self, out: Repartitioned, inventory: dict) -> tuple[bool, list[str]]:
+        lines: list[str] = []
+        ok = _verify(self.ckpt, inventory, self.last, self.before, self.n1, out, lines)
+        # Only now: the verification reads the logs and the new batch directly, and keeps the
+        # operators listed before (Spark adds a batch, not operators or stores).
+        self.ckpt.refresh()
+        return ok, lines
 
 
 def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
@@ -57,119 +80,31 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
 
     ``checks`` and ``before`` (the scan of the last committed batch on the current count, with
     the forecast) are taken here unless given: a notebook shows them first and passes them on."""
-    started = time.perf_counter()
-    taken_here = checks is None
     checks = checks or check_requirements(ckpt, num_partitions, force, quiet_minutes)
     out = Repartitioned("repartition", dry_run, num_partitions_before=checks.num_partitions_before,
                         num_partitions_after=checks.num_partitions_after)
-    if taken_here:
-        out.seconds["checks"] = _lap(started)
-    n0, n1 = checks.num_partitions_before, checks.num_partitions_after
-    out.refused = checks.refusal()
-    backup_dir = backup_dir or safekeeping.default_backup_dir(ckpt, REPARTITION)
-    out.backup_dir = backup_dir
-    if dry_run:
-        out.lines.append(f"dry run: nothing changed. With dry_run=False this copies the "
-                         f"checkpoint's metadata files and journals every file to {backup_dir}, "
-                         f"has Spark rewrite the state of batch {ckpt.last_committed_batch_id} on "
-                         f"{n1} partitions as a new batch, and verifies it (undone on its own if "
-                         "not verified)")
-    if safekeeping.stops_here(ckpt, out, []):
-        return out
-    if num_partitions == 0:
-        raise RunbookError("num_partitions=0 only forecasts (twice the current count): pass the "
-                           "new count explicitly to apply")
-    inventory = checks.inventory if checks.inventory is not None else ckpt.fs.raw().walk()
-    out.refused = logs_moved(ckpt, inventory, "repartition")
-    if out.refused:
-        safekeeping.stops_here(ckpt, out, [])
-        return out
-    last = ckpt.last_committed_batch_id
-    backup = open_backup(ckpt, backup_dir)
-    out.backup_dir = backup.root
-    started = time.perf_counter()
-    if before is None:
-        before, checks = forecast(ckpt, checks)
-        if before is None:  # a live writer moved the logs under the scan
-            out.refused = checks.refusal()
-            safekeeping.stops_here(ckpt, out, [])
-            return out
-        out.seconds["scan before"] = _lap(started)
-        started = time.perf_counter()
-    _, copies = files_to_keep(inventory, [])
-    journal, out.journal_path = safekeep(
-        ckpt, backup, REPARTITION, inventory, [], copies,
-        {"action": f"repartition from {n0} to {n1} partitions", "num_partitions_before": n0,
-         "num_partitions_after": n1, "batch_id_before": last,
-         "rows_before": {s.label: {"rows": s.rows, "checksum": list(s.checksum)} for s in before}})
-    out.lines.append(f"backed up: {len(copies)} metadata files copied to {backup.root}/copy, "
-                     f"{len(inventory)} files journaled in {out.journal_path}")
-    out.seconds["backup"] = _lap(started)
-    # Just before Spark's call, the whole checkpoint again: any file a query wrote (or its
-    # maintenance deleted) since the listing the journal holds stops the repartition here.
-    signs = live_writer_signs(ckpt, inventory)
-    if signs:
-        out.stopped = signs_line(signs)
-        out.refused = (f"stopped before Spark's call at the first sign of a live writer "
-                       f"({out.stopped}): nothing was changed in the checkpoint (the backup "
-                       f"folder {backup.root} holds only copies and the journal)")
-        journal["status"] = "stopped"
-        journal["stopped"] = {"signs": out.stopped, "moved_before": 0, "put_back": True,
-                              "lines": []}
-        write_journal(backup, journal)
-        out.lines.append(f"refused: {out.refused}")
-        return out
-    started = time.perf_counter()
-    try:
-        with format_conf(ckpt):
-            getattr(ckpt.spark, API_NAME).repartition(ckpt.root, n1, ENFORCE_EXACTLY_ONCE_SINK)
-        spark_failed = None
-    except Exception as exc:  # noqa: BLE001 - Py4J wraps whatever Spark raised
-        spark_failed = first_line(exc)
-    out.seconds["spark"] = _lap(started)
-    started = time.perf_counter()
-    out.applied = True
-    if spark_failed:
-        out.verified, out.rows_equal = False, None
-        out.verification = [f"NOT verified: Spark's repartition failed: {spark_failed}"]
-    else:
-        out.verified = _verify(ckpt, journal, before, n1, out)
-    # Only now: the verification reads the logs and the new batch directly, and keeps the
-    # operators listed before (Spark adds a batch, not operators or stores).
-    ckpt.refresh()
-    out.seconds["verification"] = _lap(started)
-    journal["status"] = "applied"
-    journal["verification"] = {"ok": out.verified, "lines": out.verification}
-    write_journal(backup, journal)
-    out.lines += out.verification
-    if not out.verified:
-        # Spark may have written a new batch even when it failed: put everything back.
-        undone = safekeeping.undo(ckpt, REPARTITION, out.journal_path, dry_run=False, force=True,
-                                  activity=check_activity(ckpt, quiet_minutes))
-        out.auto_undone = bool(undone.applied and undone.verified)
-        out.stopped = undone.stopped
-        out.lines.append(("undone on its own: " if undone.applied else "NOT undone: ")
-                         + undone.lines[-1])
-    return out
+    if not dry_run and checks.refusal() is None:
+        if num_partitions == 0:
+            raise RunbookError("num_partitions=0 only forecasts (twice the current count): pass "
+                               "the new count explicitly to apply")
+        if before is None:
+            before, checks = forecast(ckpt, checks)
+            out.refused = checks.refusal()  # a live writer moved the logs under the scan
+    return apply_change(ckpt, _Repartition(ckpt, checks, before), checks, out,
+                        backup_dir=backup_dir, quiet_minutes=quiet_minutes)
 
 
-def _lap(started: float) -> float:
-    return round(time.perf_counter() - started, 2)
-
-
-def _verify(ckpt: Checkpoint, journal: dict, before: list[UnitScan], n1: int,
-            out: Repartitioned) -> bool:
+def _verify(ckpt: Checkpoint, inventory: dict, last_before: int, before: list[UnitScan],
+            n1: int, out: Repartitioned, lines: list[str]) -> bool:
     # The listing that checks every earlier file runs in the driver while the state is scanned
     # on the executors: two independent reads of the checkpoint as Spark left it.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        listing = pool.submit(safekeeping.unchanged_since, ckpt, journal)
-        return _verify_rows(ckpt, journal, before, n1, out, listing)
+        listing = pool.submit(safekeeping.changed_files, ckpt, inventory)
+        return _verify_rows(ckpt, last_before, before, n1, out, listing, lines)
 
 
-def _verify_rows(ckpt: Checkpoint, journal: dict, before: list[UnitScan], n1: int,
-                 out: Repartitioned, listing) -> bool:
-    lines = out.verification
-    last_before = journal["batch_id_before"]
+def _verify_rows(ckpt: Checkpoint, last_before: int, before: list[UnitScan], n1: int,
+                 out: Repartitioned, listing, lines: list[str]) -> bool:
     last, newest = ckpt.last_committed_batch_id, ckpt.offset_batch_ids[-1]
     pinned = ckpt.offsets(newest).conf.get("spark.sql.shuffle.partitions")
     new_batch = last == last_before + 1 and newest == last
@@ -209,13 +144,8 @@ def _verify_rows(ckpt: Checkpoint, journal: dict, before: list[UnitScan], n1: in
     return bool(ok)
 
 
-def check_mode(mode: str) -> str:
-    return safekeeping.check_mode(mode, MODES)
-
-
 def undo(ckpt: Checkpoint, journal_path: str = "", dry_run: bool = True, force: bool = False,
          quiet_minutes: float = QUIET_MINUTES) -> Outcome:
     """Put the checkpoint back as the repartition found it, byte for byte: the files Spark wrote
     (and those of a query restarted since) go aside into the backup folder, never deleted."""
-    return safekeeping.undo(ckpt, REPARTITION, journal_path, dry_run, force,
-                            check_activity(ckpt, quiet_minutes))
+    return undo_change(ckpt, REPARTITION, journal_path, "", dry_run, force, quiet_minutes)

@@ -9,13 +9,17 @@ One module per concern:
 - :mod:`.plan`: rows per store now, the rows a drop takes, the rows after;
 - :mod:`.transforms` and :mod:`.encoding`: the rows handed to Spark's writer;
 - :mod:`.location`: the new batch's offsets entry and commit, a new location's logs;
-- :mod:`.apply`: back up and journal (in place), call Spark, verify, undo on its own; ``undo``;
+- :mod:`.apply`: the change through the procedure every changing runbook follows
+  (:mod:`state_runbooks.safety.change`): Spark's call and its verification; ``undo``;
 - :mod:`.verify`: every store row by row, the pinned provider read back;
 - :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary, and
   what the demo showed;
 - :mod:`.demo`: the deduplication demo and a query continued on a rewritten checkpoint.
 """
-from .apply import BACKUP_MARK, MODES, REWRITE, Rewritten, check_mode, rewrite, undo
+from state_runbooks.demos.continuation import Continued, continue_query
+from state_runbooks.safety.requirements import requirement_lines
+
+from .apply import REWRITE, Rewritten, rewrite, undo
 from .checks import (
     TARGET_PROVIDERS,
     VERIFIED_FAMILIES,
@@ -24,23 +28,9 @@ from .checks import (
     check_requirements,
     check_target_provider,
 )
-from .demo import (
-    Continued,
-    build_dedup_demo,
-    continue_query,
-    dedup_query,
-    operator_provider,
-    state_comparison,
-)
+from .demo import build_dedup_demo, dedup_query, operator_provider, state_comparison
 from .plan import Plan, StorePlan, plan_rewrite, plan_unless_active
-from .report import (
-    alternatives_lines,
-    pinned_lines,
-    plan_lines,
-    requirement_lines,
-    summarize,
-    what_this_showed,
-)
+from .report import alternatives_lines, pinned_lines, plan_lines, summarize, what_this_showed
 from .rewriter import (
     VERIFIED_CONSTRUCTOR,
     VERIFIED_SPARK,
@@ -49,8 +39,6 @@ from .rewriter import (
 )
 
 __all__ = [
-    "BACKUP_MARK",
-    "MODES",
     "REWRITE",
     "TARGET_PROVIDERS",
     "VERIFIED_CONSTRUCTOR",
@@ -64,7 +52,6 @@ __all__ = [
     "StorePlan",
     "alternatives_lines",
     "build_dedup_demo",
-    "check_mode",
     "check_requirements",
     "check_target_provider",
     "continue_query",

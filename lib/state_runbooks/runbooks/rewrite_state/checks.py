@@ -4,17 +4,18 @@ called: nothing is left to Spark's own refusal, which may come after it wrote so
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.runtime import PROVIDER_CONF, provider_classes, provider_kind
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
-from state_runbooks.core.operators import operator_model
+from state_runbooks.safety import requirements as shared
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
-from state_runbooks.safety.requirements import Requirement, RequirementList
+from state_runbooks.safety.requirements import Requirement, RequirementList, version_tuple
 
 from .encoding import unsupported_types
-from .rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence, version_tuple
+from .rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence
 
 TARGET_PROVIDERS = ("", "rocksdb")
 # Operator families whose rewrite the tests verify on the installed Spark (rows read back equal,
@@ -34,6 +35,21 @@ class Checks(RequirementList):
     # show that nothing ran since, instead of listing again.
     inventory: dict | None = field(default=None, repr=False, compare=False)
 
+    TITLES: ClassVar[dict[str, str]] = {
+        "spark_version": "Spark 4.2 or later, a release this rewrite is verified on",
+        "rewriter": "Spark's state rewriter in this session",
+        "committed": "the last batch is committed",
+        "format": "a checkpoint format the rewrite is verified on",
+        "metadata": "operator metadata",
+        "operators": "operators the rewrite supports",
+        "writes": "a provider Spark's rewriter writes with",
+        "encodable": "state types the move from HDFS lays out",
+        "something": "something to rewrite",
+        "output": "output_path empty or absent",
+        "stopped": "the query is stopped",
+        "keeps_state": "the state keeps rows (allow_empty_state for a drop that empties it)",
+    }
+
     @property
     def spark_cannot(self) -> bool:
         """This session cannot rewrite at all: an older Spark, Spark Connect, no rewriter, or an
@@ -43,16 +59,6 @@ class Checks(RequirementList):
     @property
     def in_place(self) -> bool:
         return not self.output_path
-
-    def refusal(self) -> str | None:
-        """The first unmet requirement as one line, else None."""
-        # A live query first (nothing else can be judged while it writes), then an empty ask.
-        blocking = sorted(self.blocking, key=lambda r: (r.name != "stopped",
-                                                        r.name != "something"))
-        if not blocking:
-            return None
-        more = f" (and {len(blocking) - 1} more unmet requirement(s))" if len(blocking) > 1 else ""
-        return f"{blocking[0].seen}{more}; nothing was changed"
 
 
 def check_target_provider(target_provider: str) -> str:
@@ -74,18 +80,11 @@ def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_wh
     before = ckpt.provider_kind
     after = target_provider or before
     version = spark_version or ckpt.spark.version
-    tested = ".".join(map(str, version_tuple(version))) in VERIFIED_SPARK
-    reqs = [Requirement("spark_version", version_tuple(version) >= MIN_SPARK and tested,
-                        f"Spark {version}: " + (
-                            f"Spark's state rewriter ships with {MIN_SPARK[0]}.{MIN_SPARK[1]} and "
-                            "later" if version_tuple(version) < MIN_SPARK else
-                            "a release this rewrite is verified on" if tested else
-                            f"the rewriter is internal to Spark and this rewrite is verified on "
-                            f"{', '.join(VERIFIED_SPARK)} only"))]
+    reqs = [shared.spark_release(version, MIN_SPARK, VERIFIED_SPARK, "Spark's state rewriter")]
     presence = rewriter_presence(ckpt.spark) if version_tuple(version) >= MIN_SPARK else None
     reqs.append(Requirement("rewriter", bool(presence and presence.ok),
                             presence.seen if presence else "not looked for on this Spark"))
-    reqs.append(_committed(ckpt))
+    reqs.append(shared.committed(ckpt, "rewrite"))
     # A v2 commit names each version's unique id, which this runbook's commit of the new batch
     # does not write: not verified, so refused.
     reqs.append(Requirement("format", ckpt.format_version == 1,
@@ -93,7 +92,11 @@ def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_wh
                             f"checkpoint format v{ckpt.format_version}: the rewrite is verified "
                             "on format v1 checkpoints only; nothing will be changed"))
     reqs.append(_metadata(ckpt))
-    reqs.append(_operators(ckpt))
+    reqs.append(shared.operators_verified(
+        ckpt, VERIFIED_FAMILIES, SPARK_REFUSES, "rewrite",
+        also=lambda model: "join state format 3: Spark's state reader cannot read it, so the "
+                           "rows after cannot be verified" if model.join_state_format == 3
+        else None))
     reqs.append(Requirement(
         "writes", after == "rocksdb",
         f"writes with RocksDB ({'pinned now' if before == after else 'moved from ' + before})"
@@ -116,26 +119,8 @@ def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_wh
     reqs.append(Requirement("output", seen is None, seen or (
         f"output_path {output} is absent: the original stays untouched" if output else
         "in place: the rewrite is a new batch of this checkpoint, backed up and journaled first")))
-    active = "the query looks active: " + "; ".join(activity.reasons)
-    reqs.append(Requirement("stopped", not activity.looks_active,
-                            f"the query looks stopped ({activity.seen})" if not
-                            activity.looks_active else
-                            active + (" (force=True: going on)" if force else ". Stop it, wait, "
-                                      "or pass force=True when you know it is stopped"),
-                            overridden=activity.looks_active and force))
+    reqs.append(shared.stopped(activity, force))
     return Checks(before, after, output, tuple(reqs), inventory)
-
-
-def _committed(ckpt: Checkpoint) -> Requirement:
-    offsets, commits = ckpt.offset_batch_ids, ckpt.commit_batch_ids
-    last = offsets[-1] if offsets else None
-    if last is None:
-        return Requirement("committed", False, "no batch has run yet: there is no state to rewrite")
-    if not commits or commits[-1] != last:
-        return Requirement("committed", False,
-                           f"the last batch {last} has an offsets entry but no commit (it was in "
-                           "flight): restart the query once so that it commits, then rewrite")
-    return Requirement("committed", True, f"the last batch {last} is committed")
 
 
 def _metadata(ckpt: Checkpoint) -> Requirement:
@@ -146,26 +131,6 @@ def _metadata(ckpt: Checkpoint) -> Requirement:
                            "(a query last run before Spark 3.5, or its _metadata was lost): Spark's "
                            "rewriter needs it; run the query once on Spark 4 first")
     return Requirement("metadata", True, "operator metadata present for every operator")
-
-
-def _operators(ckpt: Checkpoint) -> Requirement:
-    unmet, met = [], []
-    for op in ckpt.operators():
-        model = operator_model(ckpt, op.operator_id)
-        name = f"operator {op.operator_id} ({op.operator_name}, {model.family})"
-        if model.family in SPARK_REFUSES:
-            unmet.append(f"{name}: {SPARK_REFUSES[model.family]}")
-        elif model.join_state_format == 3:
-            unmet.append(f"{name}: join state format 3: Spark's state reader cannot read it, so "
-                         "the rows after cannot be verified")
-        elif model.family not in VERIFIED_FAMILIES:
-            unmet.append(f"{name}: its rewrite is not verified on this Spark (verified: "
-                         f"{', '.join(VERIFIED_FAMILIES)})")
-        else:
-            met.append(name)
-    if unmet:
-        return Requirement("operators", False, "; ".join(unmet))
-    return Requirement("operators", True, f"{', '.join(met)}: rewrite verified")
 
 
 def _encodable(ckpt: Checkpoint) -> Requirement:

@@ -4,11 +4,10 @@ query continued on a rewritten checkpoint next to one that never was.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from state_runbooks.common.errors import spark_errors
-from state_runbooks.demos.checkpoints import DEMO_START_MS, provider_conf
-from state_runbooks.session.spark_session import session_conf
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.state_diff import WITH_PARTITION, diff_checkpoints
+from state_runbooks.demos.checkpoints import DEMO_START_MS
+from state_runbooks.demos.continuation import Continued, continue_query
 
 DEDUP_IDS = 30  # the deduplicated ids cycle through 0..29: batch 3 brings batch 0's ids again
 DEDUP_ROWS_PER_BATCH = 10
@@ -25,34 +24,6 @@ def dedup_query(spark, rows_per_batch: int = DEDUP_ROWS_PER_BATCH):
             .dropDuplicates(["id"]))
 
 
-@dataclass
-class Continued:
-    output: list  # the rows the continued batches wrote, sorted (as text)
-    progress: list = field(default_factory=list)  # the last progress of every batch
-
-
-def continue_query(spark, df, path: str, batches: int = 1, provider: str = "hdfs",
-                   partitions: int = 2, mode: str = "append") -> Continued:
-    """Run ``batches`` more micro-batches of ``df`` on ``path`` (one per ``availableNow`` start),
-    collecting what they write (a sink that restarts from the checkpoint). The provider and
-    partitions are those pinned in the checkpoint once it exists; these apply to a new one."""
-    rows, progress = [], []
-
-    def collect(batch, _batch_id):
-        rows.extend(batch.collect())
-
-    conf = {"spark.sql.streaming.noDataMicroBatches.enabled": "false",
-            "spark.sql.shuffle.partitions": str(partitions), **provider_conf(provider)}
-    with session_conf(spark, conf):
-        for _ in range(batches):
-            with spark_errors(f"running the query on {path}"):
-                query = (df.writeStream.foreachBatch(collect).outputMode(mode)
-                         .option("checkpointLocation", path).trigger(availableNow=True).start())
-                query.awaitTermination()
-            progress.append(query.lastProgress)
-    return Continued(sorted(map(repr, rows)), progress)
-
-
 def build_dedup_demo(spark, path: str, batches: int = 3, provider: str = "rocksdb") -> Continued:
     """The deduplication demo checkpoint: ``batches`` batches of 10 events, ids 0..29."""
     return continue_query(spark, dedup_query(spark), path, batches, provider)
@@ -67,15 +38,8 @@ def operator_provider(progress: dict) -> str:
 
 def state_comparison(spark, path: str, other: str) -> str:
     """Every store of two checkpoints at their last committed batch, compared row by row (by
-    key, value and partition, in Spark), as one line."""
-    from state_runbooks.core.checkpoint import Checkpoint
-    from state_runbooks.core.operators import state_units
-    from state_runbooks.core.state_reader import read_unit
-    a, b = Checkpoint(spark, path), Checkpoint(spark, other)
-    parts = []
-    for unit in state_units(a):
-        x, y = read_unit(a, unit), read_unit(b, unit)
-        same = x.exceptAll(y).count() == 0 and y.exceptAll(x).count() == 0
-        parts.append(f"{unit.label} {x.count()} vs {y.count()} rows, "
-                     f"{'equal' if same else 'DIFFERENT'} row by row")
-    return "; ".join(parts)
+    key, value and partition), as one line."""
+    diffs = diff_checkpoints(Checkpoint(spark, path), Checkpoint(spark, other),
+                             columns=WITH_PARTITION)
+    return "; ".join(f"{d.label} {d.found} vs {d.expected} rows, "
+                     f"{'equal' if d.equal else 'DIFFERENT'} row by row" for d in diffs)

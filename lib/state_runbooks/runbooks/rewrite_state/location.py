@@ -45,20 +45,20 @@ def carried_files(inventory: dict, batch_id: int) -> list[str]:
     return sorted(rel for rel in inventory if log_entry(rel) or _CARRIED.match(rel))
 
 
-def prepare_new_location(ckpt: Checkpoint, output: str, inventory: dict, batch_id: int,
+def prepare_new_location(ckpt: Checkpoint, dst, inventory: dict | None, batch_id: int,
                          new_batch: int, entry: bytes) -> int:
-    """Copy the logs and metadata files to ``output`` and write the new batch's offsets entry
-    there; returns the number of files copied."""
+    """Copy the logs and metadata files to the new location ``dst`` (its file access) and write
+    the new batch's offsets entry there; returns the number of files copied."""
     src = ckpt.fs.raw()
-    dst = open_fs(ckpt.spark, output).raw()
-    files = carried_files(inventory, batch_id)
+    files = carried_files(inventory if inventory is not None else src.walk(), batch_id)
     for rel in files:
         src.copy_to(rel, dst, rel)
     dst.write_bytes(f"offsets/{new_batch}", entry)
     return len(files)
 
 
-def prepare_staging(ckpt: Checkpoint, inventory: dict, batch_id: int, entry: bytes) -> str:
+def prepare_staging(ckpt: Checkpoint, inventory: dict | None, batch_id: int,
+                    entry: bytes) -> str:
     """A folder beside the checkpoint holding only its metadata files and, as ``batch_id``, an
     offsets entry pinning RocksDB and the commit: where Spark's rewriter takes the state schema
     of an HDFS-backed source from (its own reader refuses that provider; the rows themselves are
@@ -66,7 +66,8 @@ def prepare_staging(ckpt: Checkpoint, inventory: dict, batch_id: int, entry: byt
     staging = f"{ckpt.root}.rewrite-staging-{uuid.uuid4().hex[:8]}"
     src = ckpt.fs.raw()
     dst = open_fs(ckpt.spark, staging).raw()
-    for rel in inventory:
+    dst.mark_made("rewrite_state: a read-only staging folder, removed after the rewrite")
+    for rel in inventory if inventory is not None else src.walk():
         if _CARRIED.match(rel) and not rel.startswith("sources/"):
             src.copy_to(rel, dst, rel)
     dst.write_bytes(f"offsets/{batch_id}", entry)
@@ -74,16 +75,8 @@ def prepare_staging(ckpt: Checkpoint, inventory: dict, batch_id: int, entry: byt
     return dst.root
 
 
-def commit_new_batch(ckpt: Checkpoint, location: str, batch_id: int, new_batch: int) -> None:
-    """``commits/<new_batch>`` at ``location``: the checkpoint's last commit as it is (the same
-    next watermark), which ends the rewrite's batch."""
-    dst = open_fs(ckpt.spark, location).raw()
+def commit_new_batch(ckpt: Checkpoint, dst, batch_id: int, new_batch: int) -> None:
+    """``commits/<new_batch>`` at ``dst`` (the checkpoint's or a new location's file access):
+    the checkpoint's last commit as it is (the same next watermark), which ends the rewrite's
+    batch."""
     ckpt.fs.raw().copy_to(f"commits/{batch_id}", dst, f"commits/{new_batch}")
-
-
-def remove_folder(spark, location: str) -> bool:
-    """Delete a folder this runbook created (a new location, a staging folder)."""
-    jvm = spark._jvm
-    path = jvm.org.apache.hadoop.fs.Path(location)
-    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-    return bool(fs.delete(path, True)) if fs.exists(path) else True

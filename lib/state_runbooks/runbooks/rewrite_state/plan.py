@@ -15,14 +15,16 @@ verification compares the rewritten store with it.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.common.errors import RunbookError, spark_error_text, spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import StateUnit, operator_model, state_units
 from state_runbooks.core.row_checksums import H1, H2, RowsChecksum, hash_columns, of_row, sums
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 from state_runbooks.safety.change import last_committed, read_for_plan
+from state_runbooks.safety.requirements import Requirement
 
 EXAMPLES = 3
 # Stores whose key is the partitioning key and one more field (a join's value index, a session's
@@ -70,6 +72,12 @@ class Plan:
     def rows_dropped(self) -> dict:
         return {s.label: s.dropped for s in self.stores}
 
+    def nothing_to_do(self, checks) -> bool:
+        """A drop that matches no key, with nothing else asked (the provider kept, no new
+        location): a rewrite would write the same state as a new batch."""
+        return (bool(self.drop_keys_where) and not any(self.rows_dropped.values())
+                and checks.provider_after == checks.provider_before and not checks.output_path)
+
 
 def key_width_cut(ckpt: Checkpoint, unit: StateUnit) -> int:
     """How many trailing key fields are not part of the partitioning key (0 or 1)."""
@@ -108,18 +116,39 @@ def _matches(df, condition: str):
         return out
     except ParseException as exc:  # the whole condition is wrong, wherever it is used
         raise RunbookError(f"drop_keys_where={condition!r} is not a SQL condition: "
-                           f"{str(exc).splitlines()[0][:200]}") from None
+                           f"{spark_error_text(exc)[:200]}") from None
     except AnalysisException:
         return None
 
 
-def plan_unless_active(ckpt: Checkpoint, checks, drop_keys_where: str = ""):
+def plan_unless_active(ckpt: Checkpoint, checks, drop_keys_where: str = "",
+                       allow_empty_state: bool = False):
     """(the plan, the checks) at the batch the checks saw committed: no plan where Spark cannot
-    rewrite here, or where a live writer raced the read (the checks then say what it wrote)."""
+    rewrite here, or where a live writer raced the read (the checks then say what it wrote).
+    The checks gain what only the plan knows: a drop that would empty a store is refused unless
+    ``allow_empty_state``."""
     if checks.spark_cannot:
         return None, checks
-    return read_for_plan(ckpt, checks, lambda: plan_rewrite(ckpt, drop_keys_where,
-                                                            last_committed(ckpt, checks)))
+    plan, checks = read_for_plan(ckpt, checks, lambda: plan_rewrite(
+        ckpt, drop_keys_where, last_committed(ckpt, checks)))
+    if plan is None:
+        return None, checks
+    return plan, dataclasses.replace(checks, requirements=checks.requirements + (
+        _keeps_state(plan, allow_empty_state),))
+
+
+def _keeps_state(plan: Plan, allow_empty_state: bool) -> Requirement:
+    emptied = [s for s in plan.stores if s.rows and not s.rows_after]
+    if not emptied or not plan.drop_keys_where:
+        return Requirement("keeps_state", True, "every store keeps rows after the drop")
+    names = ", ".join(f"{s.label} ({s.rows} rows)" for s in emptied)
+    if allow_empty_state:
+        return Requirement("keeps_state", True, f"the drop empties {names}: allow_empty_state="
+                                                "True says that is the intent")
+    return Requirement("keeps_state", False,
+                       f"drop_keys_where={plan.drop_keys_where!r} matches every key of {names}: "
+                       "the state would be empty; pass allow_empty_state=True if that is the "
+                       "intent")
 
 
 def plan_rewrite(ckpt: Checkpoint, drop_keys_where: str = "", batch_id: int | None = None) -> Plan:

@@ -3,32 +3,17 @@ Spark cannot rewrite, and the run summary's keys and findings.
 """
 from __future__ import annotations
 
-from state_runbooks.common.formatting import source_offsets_lines
 from state_runbooks.common.runtime import ENCODING_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model
-from state_runbooks.safety import requirements
+from state_runbooks.demos.continuation import Continued
+from state_runbooks.safety.change import new_checkpoint_lines, summarize_change
 from state_runbooks.safety.safekeeping import Outcome
 
-from .apply import Rewritten
+from .apply import REWRITE, Rewritten
 from .checks import Checks
-from .demo import Continued, operator_provider
+from .demo import operator_provider
 from .plan import Plan
-
-_TITLES = {
-    "spark_version": "Spark 4.2 or later, a release this rewrite is verified on",
-    "rewriter": "Spark's state rewriter in this session",
-    "committed": "the last batch is committed",
-    "format": "a checkpoint format the rewrite is verified on",
-    "metadata": "operator metadata",
-    "operators": "operators the rewrite supports",
-    "writes": "a provider Spark's rewriter writes with",
-    "encodable": "state types the move from HDFS lays out",
-    "something": "something to rewrite",
-    "output": "output_path empty or absent",
-    "stopped": "the query is stopped",
-}
-
 
 _PINNED = (("spark.sql.streaming.stateStore.providerClass", "provider"),
            ("spark.sql.shuffle.partitions", "state partitions"),
@@ -49,13 +34,6 @@ def pinned_lines(ckpt: Checkpoint) -> list[str]:
                        if key in conf)
     lines.append(f"pinned by offsets/{ckpt.offset_batch_ids[-1]}: {pinned or 'nothing'}")
     return lines
-
-
-def requirement_lines(checks: Checks, skip: tuple[str, ...] = (),
-                      only: tuple[str, ...] | None = None) -> list[str]:
-    """One line per requirement (``skip`` some, or show ``only`` some), then the verdict (not
-    with ``only``)."""
-    return requirements.requirement_lines(checks, _TITLES, skip, only)
 
 
 def plan_lines(checks: Checks, plan: Plan | None) -> list[str]:
@@ -89,82 +67,54 @@ def alternatives_lines(ckpt: Checkpoint, checks: Checks) -> list[str]:
     nothing here."""
     why = "; ".join(r.seen for r in checks.requirements
                     if r.name in ("spark_version", "rewriter", "operators") and not r.ok)
-    last = ckpt.last_committed_batch_id
-    lines = [f"Spark's state rewriter cannot do this here ({why}). Nothing was changed.",
+    return ([f"Spark's state rewriter cannot do this here ({why}). Nothing was changed.",
              "The other ways:",
              "(a) run this runbook from a classic session (local[N], spark://..., yarn; on "
-             "Databricks a cluster in dedicated access mode) with a Spark it is verified on.",
-             "(b) drain and switch: start the query on a new checkpoint with the new provider "
-             + (f"(spark.sql.streaming.stateStore.providerClass); no input is skipped if it "
-                f"starts after the last committed batch {last} (offsets/{last}):"
-                if last is not None else "(spark.sql.streaming.stateStore.providerClass).")]
-    if last is not None:
-        lines += source_offsets_lines(ckpt.offsets(last).sources)
-        first = ckpt.offset_batch_ids[0]
-        lines += [
-            "    Its state starts empty (which also drops every key). To rebuild it, start the new "
-            f"query from older offsets (the oldest logged: offsets/{first}), replaying the source "
-            "over the state's horizon (the watermark delay and window length, the "
-            "deduplication's reach); the sink sees those rows again.",
-            "(c) keep the state: 03 Inspect state shows what it holds and 06 Monitor state "
-            "whether it keeps growing."]
-    return lines
+             "Databricks a cluster in dedicated access mode) with a Spark it is verified on."]
+            + new_checkpoint_lines(ckpt, "(b) drain and switch:", "with the new provider "
+                                   "(spark.sql.streaming.stateStore.providerClass)")
+            + ["(c) keep the state: 03 Inspect state shows what it holds and 06 Monitor state "
+               "whether it keeps growing."])
 
 
-def summarize(summary, checks: Checks, out: Outcome | None, plan: Plan | None = None) -> None:
+def summarize(summary, checks: Checks | None, out: Outcome | None,
+              plan: Plan | None = None) -> None:
     """The runbook's keys and findings in the run summary (``out``: the rewrite, or the undo,
-    this run did; None when it did neither)."""
+    this run did; None when it did neither). After an undo the rows and the provider describe
+    the state it restored."""
     undo = out is not None and out.mode == "undo"
     applied = bool(out and out.applied and not undo)
-    auto_undone = bool(applied and getattr(out, "auto_undone", False))
     dropping = bool(plan and plan.drop_keys_where)
     rows_ok = getattr(out, "rows_ok", None) if applied else None
-    summary.details.update({
-        "applied": applied and bool(out.verified) and not auto_undone,
-        "output_path": checks.output_path or None,
-        "provider_before": checks.provider_before,
-        "provider_after": checks.provider_after,
-        "rows_before": plan.rows_before if plan else None,
-        "rows_after": plan.rows_after if plan else None,
-        "rows_dropped": plan.rows_dropped if plan else None,
-        "drop_keys_where": plan.drop_keys_where if plan else None,
-        "backup_dir": out.backup_dir if (applied or (undo and out.applied)) else None,
-        "journal_path": out.journal_path if (applied or (undo and out.applied)) else None,
-        "rows_equal": rows_ok if not dropping else None,
-        "rows_as_planned": rows_ok if dropping else None,
-        "auto_undone": auto_undone,
-        "undone": bool(undo and out.applied),
-        "requirements": {r.name: {"ok": r.ok, "overridden": r.overridden, "seen": r.seen}
-                         for r in checks.requirements},
-    })
-    if out and out.refused and not out.dry_run:
-        code = "rewrite_unavailable" if checks.spark_cannot and not undo else \
-            f"{out.mode}_refused"
-        summary.add_finding("warning", code, out.refused)
-        summary.change_failed = f"{out.mode} refused: {out.refused}"
-    elif not checks.ok and not undo:
-        summary.add_finding("info", "rewrite_not_possible_now", checks.refusal())
-    if undo and out.applied:
-        summary.add_finding("info" if out.verified else "critical", "rewrite_undone",
-                            out.lines[-1])
-        if not out.verified:
-            summary.change_failed = f"undo not verified: {out.lines[-1]}"
-    elif applied and out.verified:
-        summary.add_finding("info", "rewrite_applied",
-                            f"state rewritten with {checks.provider_after}"
-                            + (f", keys where {plan.drop_keys_where} dropped" if dropping else "")
-                            + ", every store verified row by row; "
-                            + (f"at {checks.output_path}" if checks.output_path else
-                               f"journal {out.journal_path}"))
-    elif applied:
-        summary.add_finding("warning" if auto_undone else "critical", "rewrite_not_verified",
-                            "; ".join(line for line in out.lines if "NOT" in line)
-                            + ("; undone on its own" if auto_undone else ""))
-        summary.change_failed = "rewrite not verified" + ("; undone on its own"
-                                                          if auto_undone else "")
-    elif out and out.dry_run and checks.ok:
-        summary.add_finding("info", "rewrite_planned", "dry run: the rewrite is possible; "
-                            "nothing changed")
+    if undo:
+        restored = getattr(out, "journal", None) or {}
+        summary.details.update({
+            "output_path": None, "provider_before": restored.get("provider_after"),
+            "provider_after": restored.get("provider_before"),
+            "rows_before": restored.get("rows_after"), "rows_after": restored.get("rows_before"),
+            "rows_dropped": None, "drop_keys_where": None, "rows_equal": None,
+            "rows_as_planned": None})
+    else:
+        summary.details.update({
+            "output_path": checks.output_path or None,
+            "provider_before": checks.provider_before,
+            "provider_after": checks.provider_after,
+            "rows_before": plan.rows_before if plan else None,
+            "rows_after": plan.rows_after if plan else None,
+            "rows_dropped": plan.rows_dropped if plan else None,
+            "drop_keys_where": plan.drop_keys_where if plan else None,
+            "rows_equal": rows_ok if not dropping else None,
+            "rows_as_planned": rows_ok if dropping else None})
+    if out is not None and not out.applied and out.lines and \
+            out.lines[-1].startswith("nothing to do"):
+        summary.add_finding("info", "nothing_to_rewrite", out.lines[-1])
+    summarize_change(summary, REWRITE, None if undo else checks, out,
+                     bool(checks and checks.spark_cannot),
+                     f"state rewritten with {checks.provider_after}"
+                     + (f", keys where {plan.drop_keys_where} dropped" if dropping else "")
+                     + ", every store verified row by row; "
+                     + (f"at {checks.output_path}" if checks.output_path else
+                        f"journal {out.journal_path if out else None}") if checks else "")
 
 
 def what_this_showed(checks: Checks, plan: Plan, moved: Rewritten, there: Continued,

@@ -33,11 +33,6 @@ MIN_SPARK = (4, 2)  # the rewriter first shipped with Spark 4.2
 RAW_COLUMNS = ("partition_key", "key_bytes", "value_bytes", "column_family_name")
 
 
-def version_tuple(version: str) -> tuple[int, int]:
-    match = re.match(r"^(\d+)\.(\d+)", version or "")
-    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-
-
 @dataclass(frozen=True)
 class Presence:
     ok: bool

@@ -7,8 +7,9 @@ Layers, from the bottom up; a module imports only its own layer and those below 
     core     reading a checkpoint: file systems, logs, operators, stores, state reader, loads, growth
     safety   changing a checkpoint without losing anything: activity guard, backup, journal, undo
     demos    demo checkpoints and event logs, and the faults the tests and demos inject
-    running  a runbook's start and summary, plots, papermill, the command line
+    running  what notebook cells and runbooks import: a runbook's start, parameters, summary, plots
     runbooks one package per notebook; none imports another
+    cli      the command line and notebooks run as whole processes (papermill, kernel, goldens)
 
 No module imports itself back in a circle, and none is over 500 lines.
 """
@@ -20,7 +21,7 @@ import pathlib
 import pytest
 
 LIB = pathlib.Path(__file__).resolve().parents[2] / "lib" / "state_runbooks"
-LAYERS = ("common", "session", "core", "safety", "demos", "running", "runbooks")
+LAYERS = ("common", "session", "core", "safety", "demos", "running", "runbooks", "cli")
 MAX_LINES = 500
 
 

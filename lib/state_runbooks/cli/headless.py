@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.demos.checkpoints import remove_orphaned_demo_folders
 from state_runbooks.running.parameters import (
+    check_not_placeholder,
     check_run_parameters,
     check_written_paths,
     read_parameters_file,
     resolve_relative_paths,
 )
 from state_runbooks.running.results import Summary, failing_step, local_file, write_summary
-from state_runbooks.running.start import DEMO_ENV, check_not_placeholder
+from state_runbooks.running.start import DEMO_ENV
 
 from .execution import execute, summary_target
 from .startup import skip_unused_iri_grammar

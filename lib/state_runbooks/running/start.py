@@ -12,12 +12,12 @@ status ``error``, the one-line message and the statement that raised.
 With no checkpoint a runbook builds its demo: that is what a person opening the notebook wants. A
 scheduled or command-line run must not inspect a demo by accident: ``state-runbooks run`` sets
 ``STATE_RUNBOOKS_DEMO=refuse`` unless ``--demo`` is given (:func:`check_demo_wanted`), and schedule
-files ship with a ``<placeholder>`` that refuses until it is set (:func:`check_not_placeholder`).
+files ship with a ``<placeholder>`` that refuses until it is set
+(:func:`state_runbooks.running.parameters.check_not_placeholder`).
 """
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError, RunbookFailed
@@ -26,11 +26,10 @@ from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.session.spark_session import get_spark, is_connect
 
-from .parameters import check_notebook_parameters
+from .parameters import check_not_placeholder, check_notebook_parameters
 from .results import Summary, check_fail_on, failing_step, finish, record_error
 
 DEMO_ENV = "STATE_RUNBOOKS_DEMO"  # "refuse": a run that names no checkpoint fails instead
-_PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 
 
 def check_demo_wanted(runbook: str, target: str = "checkpoint_path") -> None:
@@ -38,13 +37,6 @@ def check_demo_wanted(runbook: str, target: str = "checkpoint_path") -> None:
     if os.environ.get(DEMO_ENV) == "refuse":
         raise RunbookError(f"{runbook}: no {target} given, and a scheduled or command-line run "
                            f"builds no demo: set -p {target} ..., or pass --demo for the demo")
-
-
-def check_not_placeholder(name: str, value) -> None:
-    """Refuse a parameter still holding a schedule file's ``<placeholder>``."""
-    if isinstance(value, str) and _PLACEHOLDER.match(value):
-        raise RunbookError(f"{name} is still the placeholder {value.strip()}: set it in the "
-                           f"schedule file or with -p {name} ...")
 
 
 class _ErrorRecorder:

@@ -3,7 +3,7 @@
 ``notebooks/`` and ``runbooks/`` stay the one source in the repository: building a wheel copies them
 to ``state_runbooks/bundle/`` in the build folder, so an installed package runs and exports them
 (``state-runbooks run``, ``list``, ``export``). An editable install (``pip install -e .``) gets no
-copy: it reads the clone's own folders (``state_runbooks.running.notebooks``).
+copy: it reads the clone's own folders (``state_runbooks.cli.runbook_files``).
 """
 import pathlib
 import shutil

@@ -10,9 +10,11 @@ checks it):
   files, operators, the state reader, Spark's loads and what a failed one means, growth
 - ``safety``: changing a checkpoint without losing anything: activity guard, backup, journal, undo
 - ``demos``: demo checkpoints and event logs written by real queries; faults for demos and tests
-- ``running``: a runbook's start and summary, plots, papermill runs, the ``state-runbooks`` command
+- ``running``: what notebook cells and runbooks import: a runbook's start, parameters, summary, plots
 - ``runbooks``: one package per notebook, named after it (``inspect_state`` serves
   ``03_inspect_state``); none imports another
+- ``cli``: the ``state-runbooks`` command and notebooks run as whole processes (papermill, the
+  Jupyter kernel, golden outputs); the top floor: no layer imports it (``__main__`` runs it)
 """
 # The one version of the package, its notebooks (a wheel carries them) and every summary it writes
 # (runbook_version); pyproject.toml reads it from here.

@@ -1,6 +1,6 @@
 """``python -m state_runbooks``: the ``state-runbooks`` command line."""
 import sys
 
-from state_runbooks.running.cli import main
+from state_runbooks.cli.main import main
 
 sys.exit(main())

@@ -57,10 +57,11 @@ def _at_production_shape(ctx, shape: str, path: str, repeats: int) -> list[dict]
 
 
 def bench(ctx) -> list[dict]:
+    from state_runbooks.cli.execution import execute
+    from state_runbooks.cli.runbook_files import resolve_notebook
     from state_runbooks.demos.event_logs import write_event_logs
     from state_runbooks.runbooks.monitor_state import event_log
     from state_runbooks.runbooks.monitor_state.history import build_history
-    from state_runbooks.running.notebooks import execute, resolve_notebook
 
     spec = {"event_log_dir": str(ctx.folder / "event-logs"),
             "checkpoint": str(ctx.folder / "checkpoint"), "workload": "two_operators",

@@ -22,10 +22,11 @@ def _connect_mode():
 
 def bench(ctx) -> list[dict]:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
+    from state_runbooks.cli.execution import execute
+    from state_runbooks.cli.runbook_files import resolve_notebook
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
     from state_runbooks.runbooks import inspect_state
-    from state_runbooks.running.notebooks import execute, resolve_notebook
     from state_runbooks.session.local_servers import start_connect_server
 
     run = build_demo_checkpoint(ctx.spark, "dedup", str(ctx.folder / "dedup200"), batches=12,

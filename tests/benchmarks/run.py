@@ -70,7 +70,8 @@ class BenchContext:
         ``bare_args``): both start their own Spark, so neither is warmed up by the other.
         ``parameters`` and ``bare_args`` may be functions giving each run its own (a fresh copy of
         a checkpoint that the run changes, say)."""
-        from state_runbooks.running.notebooks import execute, resolve_notebook
+        from state_runbooks.cli.execution import execute
+        from state_runbooks.cli.runbook_files import resolve_notebook
 
         script = self.folder / f"bare-{len(list(self.folder.glob('bare-*.py')))}.py"
         script.write_text(bare_script)

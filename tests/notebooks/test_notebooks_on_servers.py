@@ -24,7 +24,7 @@ import yaml
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import recover_corrupted_state
-from state_runbooks.running.notebooks import repo_notebooks_dir, resolve_notebook
+from state_runbooks.cli.runbook_files import repo_notebooks_dir, resolve_notebook
 from state_runbooks.running.results import Summary
 from state_runbooks.session.local_servers import free_port
 

@@ -364,4 +364,10 @@ def test_notebook_refuses_a_class_this_runtime_lacks(run_notebook, tmp_path):
     assert excinfo.value.ename == "RunbookError"
     assert DATABRICKS_ROCKSDB_PROVIDER in excinfo.value.evalue
     assert "\n" not in excinfo.value.evalue
-    assert not (tmp_path / "01_enable_rocksdb.summary.json").exists()  # refused at set-up
+    # Refused at the common start, after Spark started and before any checkpoint was opened or
+    # built: the error summary says so.
+    summary = json.loads((tmp_path / "01_enable_rocksdb.summary.json").read_text())
+    assert summary["status"] == "error" and summary["checkpoint_path"] == ""
+    assert summary["error"] == {"type": "RunbookError", "message": excinfo.value.evalue,
+                                "step": 'rb = start_runbook("enable_rocksdb", checkpoint_path, '
+                                        'spark_master, summary_path, fail_on,'}

@@ -146,7 +146,7 @@ def test_every_runbook_is_found_by_name(installed):
     unknown parameter is refused in one line, before any kernel starts (so one process runs the
     command line for all of them)."""
     _, bin_dir, env, elsewhere = installed
-    code = ("import sys; from state_runbooks.running.cli import main; "
+    code = ("import sys; from state_runbooks.cli.main import main; "
             "sys.exit(sum(main(['run', name, '-p', 'nonsense', '1', '--out', 'refused']) "
             "for name in sys.argv[1:]))")
     names = [stem.split("_", 1)[1] for stem in RUNBOOKS]  # inspect_state: as a user types it

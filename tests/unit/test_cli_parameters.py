@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from state_runbooks.running.cli import main
+from state_runbooks.cli.main import main
 
 
 def _refused(capsys, tmp_path, *arguments):
@@ -48,8 +48,8 @@ def test_the_command_line_reads_notebooks_without_the_iri_grammar():
     import subprocess
     import sys
     code = ("import sys\n"
-            "from state_runbooks.running.notebooks import runbook_notebooks, "
-            "skip_unused_iri_grammar\n"
+            "from state_runbooks.cli.runbook_files import runbook_notebooks\n"
+            "from state_runbooks.cli.startup import skip_unused_iri_grammar\n"
             "skip_unused_iri_grammar()\n"
             "import nbformat\n"
             "for path in runbook_notebooks():\n"

@@ -7,10 +7,13 @@ Layers, from the bottom up; a module imports only its own layer and those below 
     core     reading a checkpoint: file systems, logs, operators, stores, state reader, loads, growth
     safety   changing a checkpoint without losing anything: activity guard, backup, journal, undo
     demos    demo checkpoints and event logs, and the faults the tests and demos inject
-    running  a runbook's start and summary, plots, papermill, the command line
+    running  what notebook cells and runbooks import: a runbook's start, parameters, summary, plots
     runbooks one package per notebook; none imports another
+    cli      the command line and notebooks run as whole processes (papermill, kernel, goldens);
+             the top floor: nothing imports it but the entry point (``python -m state_runbooks``)
 
-No module imports itself back in a circle, and none is over 500 lines.
+No module imports itself back in a circle, and none is over 500 lines. Each rule is a function of an
+import graph: the library's, and small graphs with violations that the rules must report.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import pathlib
 import pytest
 
 LIB = pathlib.Path(__file__).resolve().parents[2] / "lib" / "state_runbooks"
-LAYERS = ("common", "session", "core", "safety", "demos", "running", "runbooks")
+LAYERS = ("common", "session", "core", "safety", "demos", "running", "runbooks", "cli")
 MAX_LINES = 500
 
 
@@ -29,12 +32,17 @@ def _module_name(path: pathlib.Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: pathlib.Path) -> set[str]:
-    """Every state_runbooks module this file imports, at any depth (function bodies too)."""
-    name = _module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+def _is_module(name: str) -> bool:
+    path = LIB.parent / name.replace(".", "/")
+    return path.is_dir() or path.with_suffix(".py").exists()
+
+
+def imports_in(source: str, name: str, is_package: bool = False) -> set[str]:
+    """Every state_runbooks module the code of module ``name`` imports, at any depth (function
+    bodies too)."""
+    package = name if is_package else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name.startswith("state_runbooks")}
         elif isinstance(node, ast.ImportFrom):
@@ -46,14 +54,17 @@ def _imports(path: pathlib.Path) -> set[str]:
             else:
                 continue
             found.add(module)
-            found |= {f"{module}.{a.name}" for a in node.names
-                      if (LIB.parent / f"{module}.{a.name}".replace(".", "/")).exists()
-                      or (LIB.parent / (f"{module}.{a.name}".replace(".", "/") + ".py")).exists()}
+            found |= {f"{module}.{a.name}" for a in node.names if _is_module(f"{module}.{a.name}")}
     return found
+
+
+def _imports(path: pathlib.Path) -> set[str]:
+    return imports_in(path.read_text(), _module_name(path), path.name == "__init__.py")
 
 
 MODULES = {_module_name(p): p for p in LIB.rglob("*.py")}
 GRAPH = {name: {m for m in _imports(path) if m in MODULES} for name, path in MODULES.items()}
+ENTRY_POINT = "state_runbooks.__main__"  # python -m state_runbooks: it runs the command line
 
 
 def _layer(module: str) -> str | None:
@@ -66,35 +77,37 @@ def _runbook(module: str) -> str | None:
     return parts[2] if len(parts) > 2 and parts[1] == "runbooks" else None
 
 
-def test_every_module_sits_in_a_layer():
-    outside = [m for m in MODULES if _layer(m) is None
-               and m not in ("state_runbooks", "state_runbooks.__main__")
-               and not m.startswith("state_runbooks.resources")]
-    assert outside == []
+# -- the rules, each a function of an import graph (module -> the modules it imports) -------------
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for every module importing one of a layer above its own."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if _layer(a) and _layer(b) and LAYERS.index(_layer(b)) > LAYERS.index(_layer(a)))
 
 
-def test_no_layer_imports_one_above_it():
-    upward = [f"{a} -> {b}" for a, targets in GRAPH.items() for b in targets
-              if _layer(a) and _layer(b) and LAYERS.index(_layer(b)) > LAYERS.index(_layer(a))]
-    assert upward == []
+def imports_across_runbooks(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for every runbook package importing another."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if _runbook(a) and _runbook(b) and _runbook(a) != _runbook(b))
 
 
-def test_no_runbook_imports_another():
-    across = [f"{a} -> {b}" for a, targets in GRAPH.items() for b in targets
-              if _runbook(a) and _runbook(b) and _runbook(a) != _runbook(b)]
-    assert across == []
+def imports_of_the_command_line(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for every module outside ``cli`` importing it, in a layer or not (the package
+    itself, ``resources``), but the entry point of ``python -m state_runbooks``."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if _layer(b) == "cli" and _layer(a) != "cli" and a != ENTRY_POINT)
 
 
-def test_no_import_cycle():
+def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """A circle of imports (its modules, the first one repeated at the end), or None."""
     state: dict[str, str] = {}
 
     def visit(module: str, path: list[str]) -> list[str] | None:
         state[module] = "open"
-        for target in sorted(GRAPH[module]):
+        for target in sorted(graph.get(module, ())):
             if target == module or target == module.rpartition(".")[0]:
                 continue  # a module importing its own package face is not a cycle of code
             if state.get(target) == "open":
-                return path + [target]
+                return path[path.index(target):] + [target]
             if target not in state:
                 cycle = visit(target, path + [target])
                 if cycle:
@@ -102,10 +115,39 @@ def test_no_import_cycle():
         state[module] = "done"
         return None
 
-    for module in sorted(GRAPH):
+    for module in sorted(graph):
         if module not in state:
             cycle = visit(module, [module])
-            assert cycle is None, " -> ".join(cycle)
+            if cycle:
+                return cycle
+    return None
+
+
+# -- the library as it is ------------------------------------------------------------------------
+def test_every_module_sits_in_a_layer():
+    outside = [m for m in MODULES if _layer(m) is None
+               and m not in ("state_runbooks", ENTRY_POINT)
+               and not m.startswith("state_runbooks.resources")]
+    assert outside == []
+
+
+def test_no_layer_imports_one_above_it():
+    assert upward_imports(GRAPH) == []
+
+
+def test_no_runbook_imports_another():
+    assert imports_across_runbooks(GRAPH) == []
+
+
+def test_nothing_but_the_entry_point_imports_the_command_line():
+    assert LAYERS[-1] == "cli"  # the top floor
+    assert imports_of_the_command_line(GRAPH) == []
+    assert GRAPH[ENTRY_POINT] & {m for m in MODULES if _layer(m) == "cli"}
+
+
+def test_no_import_cycle():
+    cycle = import_cycle(GRAPH)
+    assert cycle is None, " -> ".join(cycle)
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -114,8 +156,47 @@ def test_module_is_readable_in_one_sitting(module):
     assert lines <= MAX_LINES, f"{module} has {lines} lines"
 
 
-def test_the_checks_see_a_violation():
-    """The rules above would catch a runbook importing another (they are not vacuous)."""
-    assert _runbook("state_runbooks.runbooks.inspect_state.stores") == "inspect_state"
-    assert _layer("state_runbooks.core.checkpoint") == "core"
-    assert len(GRAPH) > 40 and any(GRAPH.values())
+# -- the rules catch what they are for (they are not vacuous) ------------------------------------
+def test_the_rules_report_violations_in_a_small_graph():
+    """A core module importing the command line (which imports it back), one runbook importing
+    another, and a module outside the layers importing the command line: each rule names its
+    violation, and a graph without them passes."""
+    core, cli, common = "state_runbooks.core.x", "state_runbooks.cli.y", "state_runbooks.common.z"
+    one, other = "state_runbooks.runbooks.one.steps", "state_runbooks.runbooks.other.steps"
+    start = "state_runbooks.running.start"
+    clean = {core: {common}, cli: {core, start}, common: set(), start: {core},
+             one: {start, "state_runbooks.runbooks.one"}, "state_runbooks.runbooks.one": {one},
+             other: {start}, ENTRY_POINT: {cli}}
+    assert upward_imports(clean) == imports_across_runbooks(clean) == []
+    assert imports_of_the_command_line(clean) == [] and import_cycle(clean) is None
+
+    broken = {**clean, core: {common, cli}, one: {start, other},
+              "state_runbooks.resources.config": {cli}}
+    assert upward_imports(broken) == [f"{core} -> {cli}"]
+    assert imports_across_runbooks(broken) == [f"{one} -> {other}"]
+    assert imports_of_the_command_line(broken) == [f"{core} -> {cli}",
+                                                   f"state_runbooks.resources.config -> {cli}"]
+    assert import_cycle(broken) == [cli, core, cli]
+
+
+def test_the_rules_report_a_violation_added_to_the_library():
+    """The graph read from the library, with one upward import and one runbook importing another
+    added as the import statements would be read from a module's code."""
+    added = imports_in("from state_runbooks.cli.main import main\n"
+                       "def later():\n    from ..cli import runbook_files\n",
+                       "state_runbooks.core.checkpoint")
+    assert added == {"state_runbooks.cli.main", "state_runbooks.cli",
+                     "state_runbooks.cli.runbook_files"}
+    across = imports_in("from state_runbooks.runbooks.inspect_state import report\n",
+                        "state_runbooks.runbooks.monitor_state.monitor")
+    graph = {**GRAPH,
+             "state_runbooks.core.checkpoint": GRAPH["state_runbooks.core.checkpoint"] | added,
+             "state_runbooks.runbooks.monitor_state.monitor":
+                 GRAPH["state_runbooks.runbooks.monitor_state.monitor"] | across}
+    assert upward_imports(graph) == [f"state_runbooks.core.checkpoint -> {m}" for m in sorted(added)]
+    assert imports_of_the_command_line(graph) == upward_imports(graph)
+    assert imports_across_runbooks(graph) == [
+        "state_runbooks.runbooks.monitor_state.monitor -> state_runbooks.runbooks.inspect_state",
+        "state_runbooks.runbooks.monitor_state.monitor -> "
+        "state_runbooks.runbooks.inspect_state.report"]
+    assert import_cycle(graph) is not None  # the command line imports the checkpoint reader

@@ -10,8 +10,9 @@ import nbformat
 import pytest
 
 import state_runbooks
-from state_runbooks.running import cli, notebooks
-from state_runbooks.running.notebooks import (
+from state_runbooks.cli import execution, runbook_files
+from state_runbooks.cli import main as cli
+from state_runbooks.cli.runbook_files import (
     export_runbooks,
     purpose,
     repo_notebooks_dir,
@@ -80,7 +81,7 @@ def packaged(tmp_path, monkeypatch):
     (bundle / "notebooks").mkdir(parents=True)
     shutil.copy(REPO / "notebooks" / "03_inspect_state.ipynb", bundle / "notebooks")
     shutil.copytree(REPO / "runbooks", bundle / "runbooks")
-    monkeypatch.setattr(notebooks, "BUNDLE", bundle)
+    monkeypatch.setattr(runbook_files, "BUNDLE", bundle)
     return bundle
 
 
@@ -91,9 +92,9 @@ def test_what_the_package_carries_wins_over_a_clone(packaged, tmp_path):
     assert resolve_schedule("inspect_state").startswith(str(packaged))
     # Every notebook runs in its output folder, a packaged one and a clone's alike: nothing is
     # left beside the runbooks' own files.
-    assert notebooks._working_dir(notebook, tmp_path / "out") == (tmp_path / "out").resolve()
+    assert execution._working_dir(notebook, tmp_path / "out") == (tmp_path / "out").resolve()
     clone_notebook = REPO / "notebooks" / "03_inspect_state.ipynb"
-    assert notebooks._working_dir(clone_notebook, tmp_path / "out") == \
+    assert execution._working_dir(clone_notebook, tmp_path / "out") == \
         (tmp_path / "out").resolve()
 
 
@@ -101,8 +102,8 @@ def test_without_notebooks_the_error_says_what_to_do(tmp_path, monkeypatch):
     def no_clone():
         raise FileNotFoundError("notebooks/ not found")
 
-    monkeypatch.setattr(notebooks, "BUNDLE", tmp_path / "nothing")
-    monkeypatch.setattr(notebooks, "repo_notebooks_dir", no_clone)
+    monkeypatch.setattr(runbook_files, "BUNDLE", tmp_path / "nothing")
+    monkeypatch.setattr(runbook_files, "repo_notebooks_dir", no_clone)
     with pytest.raises(SystemExit, match=r"^error: this installation .* has no notebooks/: "
                                          r"reinstall it from its wheel") as exc:
         runbook_notebooks()

@@ -4,5 +4,5 @@
 # capture). The JVM output still reaches the kernel's own stderr, visible in the terminal.
 c = get_config()  # noqa: F821  (provided by IPython when it loads this file)
 c.IPKernelApp.capture_fd_output = False
-# IPython's kernel, except that shutting down does not wait for Spark's JVM (state_runbooks/running/kernel.py).
-c.IPKernelApp.kernel_class = "state_runbooks.running.kernel.RunbookKernel"
+# IPython's kernel, except that shutting down does not wait for Spark's JVM (state_runbooks/cli/kernel.py).
+c.IPKernelApp.kernel_class = "state_runbooks.cli.kernel.RunbookKernel"

@@ -23,6 +23,7 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
 
 BOOLEAN_WORDS = {"true": True, "false": False}  # the one spelling of a bool, in any case
+_PLACEHOLDER = re.compile(r"^\s*<[^<>]*>\s*$")
 
 
 def _kind(declared) -> type | None:
@@ -97,6 +98,13 @@ def resolve_relative_paths(parameters: dict, base: str) -> dict:
             continue
         out[name] = os.path.normpath(os.path.join(base, text))
     return out
+
+
+def check_not_placeholder(name: str, value) -> None:
+    """Refuse a parameter still holding a schedule file's ``<placeholder>``."""
+    if isinstance(value, str) and _PLACEHOLDER.match(value):
+        raise RunbookError(f"{name} is still the placeholder {value.strip()}: set it in the "
+                           f"schedule file or with -p {name} ...")
 
 
 def check_written_paths(values: dict) -> None:

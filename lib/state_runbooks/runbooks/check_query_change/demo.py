@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.demos.jobs import events_per_window
-from state_runbooks.running.start import check_not_placeholder
+from state_runbooks.running.parameters import check_not_placeholder
 
 from .check import Check, check_query_change
 from .load_job import load_job

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from state_runbooks.common.errors import RunbookError
-from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.event_logs import DemoLog, write_demo_event_log
-from state_runbooks.running.start import RunContext, begin_run, check_demo_wanted
+from state_runbooks.running.start import RunContext, start_runbook
 from state_runbooks.session.spark_session import is_connect
 
 from . import event_log, listener
@@ -96,19 +95,28 @@ def start_monitor(checkpoint_path: str = "", spark_master: str = "", summary_pat
                   fail_on: str = "never", event_log_path: str = "", app_id: str = "",
                   query_name: str = "", query_id: str = "", watch_seconds: float = 60,
                   demo: dict | None = None) -> MonitorRun:
-    """Validate the parameters, read the chosen source and build the query's history."""
+    """Validate the parameters, read the chosen source and build the query's history. With no
+    source at all (no checkpoint, event log or query), the demo; a scheduled or command-line run
+    refuses it before Spark starts."""
     def check_watch_seconds():
         if watch_seconds < 0:
             raise RunbookError(f"watch_seconds must be 0 or more, got {watch_seconds}")
 
-    summary, spark = begin_run(RUNBOOK, spark_master, summary_path, fail_on, checkpoint_path,
-                               {"event_log_path": event_log_path}, check_watch_seconds)
-    if checkpoint_path and not query_id:
-        query_id = Checkpoint(spark, checkpoint_path, require_state=False).query_id or ""
+    rb = start_runbook(RUNBOOK, checkpoint_path, spark_master, summary_path, fail_on,
+                       require_state=False, placeholders={"event_log_path": event_log_path},
+                       checks=check_watch_seconds,
+                       sources={"event_log_path": event_log_path, "query_name": query_name,
+                                "query_id": query_id})
+    spark = rb.spark
+    if rb.checkpoint is not None and not query_id:
+        query_id = rb.checkpoint.query_id or ""
+        if not (query_id or query_name or event_log_path):
+            raise RunbookError(f"checkpoint {rb.checkpoint.root} has no metadata file, so the id "
+                               "of its query is unknown: pass query_id, query_name or "
+                               "event_log_path")
     demo_log, log, apps = None, None, []
     if event_log_path or not (query_name or query_id):
-        if not event_log_path:
-            check_demo_wanted(RUNBOOK, "event_log_path")
+        if not event_log_path:  # no source at all: the demo (start_runbook checked it is wanted)
             demo_log = write_demo_event_log(**(demo or {}))
             event_log_path = demo_log.event_log_dir
         log, query_id, apps = event_log.load(spark, event_log_path, app_id, query_name, query_id)
@@ -124,7 +132,7 @@ def start_monitor(checkpoint_path: str = "", spark_master: str = "", summary_pat
         source = {"kind": "live", "watch_seconds": watch_seconds,
                   "connect": is_connect(spark)}
         history = build_history(progress, "this session", _session_facts(spark))
-    return MonitorRun(RUNBOOK, spark, summary, summary_path, fail_on, history=history,
+    return MonitorRun(rb.name, spark, rb.summary, summary_path, fail_on, history=history,
                       source=source, demo=demo_log, log=log, applications=apps)
 
 

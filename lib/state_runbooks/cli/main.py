@@ -22,20 +22,20 @@ from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
 
+from .golden import refresh_golden
 from .headless import report, run_in_child
-from .notebooks import (
+from .kernel_config import install_kernel_config
+from .runbook_files import (
     export_runbooks,
-    install_kernel_config,
     notebooks_folder,
     playbooks_folder,
     purpose,
-    refresh_golden,
     repo_notebooks_dir,
     resolve_notebook,
     resolve_schedule,
     runbook_notebooks,
-    skip_unused_iri_grammar,
 )
+from .startup import skip_unused_iri_grammar
 
 
 def serve_connect(port: int, log: str) -> int:
@@ -68,7 +68,8 @@ def serve_connect(port: int, log: str) -> int:
 
 def _parse_parameters(pairs: list[list[str]]) -> dict:
     """``-p name value`` pairs, values as given: the type each parameter declares decides what a
-    value means (``false`` for a bool, ``2024`` for a path), see :mod:`.parameters`."""
+    value means (``false`` for a bool, ``2024`` for a path), see
+    :mod:`state_runbooks.running.parameters`."""
     return dict(pairs)
 
 

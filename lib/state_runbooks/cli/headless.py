@@ -7,8 +7,8 @@ terminal. The terminal gets one line per runbook (a live line where it is intera
 the outputs, and, last, what failed, where, and which log holds the rest.
 
 A run that stops with an error leaves its summary with status ``error`` (the kernel writes it, see
-``runbook.watch_for_errors``); when it stopped before the notebook knew where to write it, the child
-process writes it from papermill's error instead.
+:func:`state_runbooks.running.start.watch_for_errors`); when it stopped before the notebook knew
+where to write it, the child process writes it from papermill's error instead.
 """
 from __future__ import annotations
 
@@ -24,16 +24,18 @@ from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.demos.checkpoints import remove_orphaned_demo_folders
-
-from .notebooks import execute, skip_unused_iri_grammar, summary_target
-from .parameters import (
+from state_runbooks.running.parameters import (
+    check_not_placeholder,
     check_run_parameters,
     check_written_paths,
     read_parameters_file,
     resolve_relative_paths,
 )
-from .results import Summary, failing_step, local_file, write_summary
-from .start import DEMO_ENV, check_not_placeholder
+from state_runbooks.running.results import Summary, failing_step, local_file, write_summary
+from state_runbooks.running.start import DEMO_ENV
+
+from .execution import execute, summary_target
+from .startup import skip_unused_iri_grammar
 
 LOG_FOLDER = "logs"
 _CELL_LINE = re.compile(r"Cell In\[\d+\], line (\d+)")
@@ -90,7 +92,7 @@ def execute_logged(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: di
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m state_runbooks.running.headless NOTEBOOK OUT PARAMETERS_JSON RESULT_JSON``."""
+    """``python -m state_runbooks.cli.headless NOTEBOOK OUT PARAMETERS_JSON RESULT_JSON``."""
     skip_unused_iri_grammar()
     notebook, out_dir, parameters, result = (argv or sys.argv[1:])[:4]
     failure = execute_logged(pathlib.Path(notebook), pathlib.Path(out_dir), json.loads(parameters))
@@ -183,7 +185,7 @@ def run_in_child(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict
     env = {k: v for k, v in os.environ.items() if k != DEMO_ENV}
     if not demo:
         env[DEMO_ENV] = "refuse"
-    command = [sys.executable, "-m", "state_runbooks.running.headless", str(notebook), str(out_dir),
+    command = [sys.executable, "-m", "state_runbooks.cli.headless", str(notebook), str(out_dir),
                json.dumps(parameters), str(result)]
     with open(log, "w", encoding="utf-8") as log_file:
         proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,

@@ -14,9 +14,9 @@ import jvm_class_archive
 import pytest
 import shared_per_run
 
-from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.cli.execution import execute
 from state_runbooks.cli.runbook_files import resolve_notebook
+from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.session.spark_session import get_spark, progress_dict
 
 UNIT_TIER = os.path.join("tests", "unit")

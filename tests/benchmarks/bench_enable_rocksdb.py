@@ -68,6 +68,7 @@ def at_production_shape(ctx) -> list[dict]:
 
 def bench(ctx) -> list[dict]:
     from pyspark.sql import functions as F
+
     from state_runbooks.demos.checkpoints import DEMO_START_MS
     from state_runbooks.runbooks import enable_rocksdb as er
 

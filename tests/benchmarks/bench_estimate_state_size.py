@@ -152,6 +152,7 @@ def _bare_in_process(spark, root: str, stores: list[str]) -> None:
 def _library_steps(spark, path: str, with_growth: bool = True) -> dict:
     """What the notebook's cells call on a checkpoint (no napkin, no demo), each step timed."""
     from run import timed  # the bench harness, beside this file
+
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.runbooks import estimate_state_size as sizing
 

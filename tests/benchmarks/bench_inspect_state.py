@@ -37,6 +37,7 @@ class CallCounter:
 
     def __enter__(self):
         from py4j.java_gateway import GatewayClient
+
         from state_runbooks.core.fs.hadoop import HadoopFS
         self.jvm_calls = self.listings = 0
         self._patched = [(GatewayClient, "send_command"), (HadoopFS, "_statuses")]

@@ -47,6 +47,7 @@ MIDDLE_VERSION = 101  # written by batch 100: batches 100..199 do not load, 99 i
 
 def at_production_shape(ctx) -> list[dict]:
     from bench_inspect_state import CallCounter  # beside this file
+
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.runbooks import recover_corrupted_state as recovery
 

@@ -191,6 +191,7 @@ def _whole_notebook(ctx, copies: Copies, shape: str, before: int, after: int, re
 def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
                    repeats: int) -> list[dict]:
     from bench_inspect_state import CallCounter  # beside this file
+
     from state_runbooks.runbooks import repartition_state as rp
     from state_runbooks.safety.safekeeping import read_journal
 

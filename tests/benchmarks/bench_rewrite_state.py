@@ -30,6 +30,7 @@ DROP = "key.id < 1000"
 
 def _build(ctx, keys: int) -> str:
     from pyspark.sql import functions as F
+
     from state_runbooks.demos.checkpoints import DEMO_START_MS
     from state_runbooks.runbooks import rewrite_state as rs
     path = str(ctx.folder / f"dedup-{keys}")

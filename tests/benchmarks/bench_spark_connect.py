@@ -22,6 +22,7 @@ def _connect_mode():
 
 def bench(ctx) -> list[dict]:
     from pyspark.sql.connect.session import SparkSession as ConnectSession
+
     from state_runbooks.cli.execution import execute
     from state_runbooks.cli.runbook_files import resolve_notebook
     from state_runbooks.core.checkpoint import Checkpoint

@@ -180,6 +180,7 @@ def ensure(spark, name: str) -> Path | None:
 def start_event_logging(folder: Path) -> None:
     """Start this process's session with Spark's event log on, written under ``folder``."""
     from pyspark.sql import SparkSession
+
     from state_runbooks.session.spark_session import DEFAULT_MASTER, LOCAL_CONF
 
     folder.mkdir(parents=True, exist_ok=True)

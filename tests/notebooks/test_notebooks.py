@@ -18,10 +18,10 @@ import pytest
 import tiers
 import yaml
 
-from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.runbooks import inspect_state
 from state_runbooks.cli.main import main
 from state_runbooks.cli.runbook_files import repo_notebooks_dir, resolve_notebook
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.runbooks import inspect_state
 from state_runbooks.running.start import DEMO_ENV
 
 NOTEBOOKS = sorted(repo_notebooks_dir().glob("*.ipynb"))

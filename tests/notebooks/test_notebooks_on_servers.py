@@ -22,23 +22,19 @@ import pytest
 import tiers
 import yaml
 
+from state_runbooks.cli.runbook_files import repo_notebooks_dir, resolve_notebook
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import recover_corrupted_state
-from state_runbooks.cli.runbook_files import repo_notebooks_dir, resolve_notebook
 from state_runbooks.running.results import Summary
 from state_runbooks.session.local_servers import free_port
 
 REPO = repo_notebooks_dir().parent
 NOTEBOOKS = [p.stem for p in sorted(repo_notebooks_dir().glob("*.ipynb"))]
-# 05's demo breaks its own checkpoint, which takes file changes Spark Connect cannot make outside
-# Databricks: over Connect it is checked on a checkpoint broken beforehand (below). 07's demo
-# repartitions, which Spark Connect has no API for: its own test below pins what differs. 08
-# plans the changed query with Spark's own checks and rehearses it on a copy: over Connect its
-# verdict is unknown (below). 09 calls Spark's state rewriter: over Connect (no JVM, no file
-# copies outside Databricks) it says what could not run (tests/spark/test_rewrite_state.py).
-CONNECT_DEMOS = [n for n in NOTEBOOKS if n not in ("05_recover_corrupted_state",
-                                                   "07_repartition_state",
-                                                   "08_check_query_change", "09_rewrite_state")]
+# A notebook whose demo does not run over Spark Connect as it runs on a classic session says so,
+# and why, in its metadata (state_runbooks.differs_over_connect); each is tested below or in its
+# own test file.
+CONNECT_DEMOS = [n for n in NOTEBOOKS if not nbformat.read(str(resolve_notebook(n)), 4).metadata
+                 .get("state_runbooks", {}).get("differs_over_connect")]
 # make test: the template whole over Connect (each runbook's own calls over Connect are in its test
 # file); make test-extended: every runbook whole.
 CORE_CONNECT_DEMOS = {"00_template"}

@@ -514,7 +514,7 @@ def test_notebook_as_a_deploy_gate_fails_a_change_spark_rejects(spark, shape_dem
 def test_a_checkpoint_in_format_v2_is_copied_and_judged_as_a_v1_one(spark, job_files, tmp_path):
     """RocksDB with checkpoint format v2 (state files named by unique ids, the commits naming
     them): the copy holds the files the next batch loads, and prediction and rehearsal agree."""
-    from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
+    from state_runbooks.common.spark_settings import CHECKPOINT_FORMAT_CONF
     from state_runbooks.demos.checkpoints import build_demo_checkpoint
     run = build_demo_checkpoint(spark, "dedup", str(tmp_path / "v2"), 3, "rocksdb_changelog", 10,
                                 2, extra_conf={CHECKPOINT_FORMAT_CONF: "2"})

@@ -6,7 +6,7 @@ import shutil
 import pytest
 
 from state_runbooks.common.errors import RunbookError
-from state_runbooks.common.runtime import CHANGELOG_CONF, PROVIDER_CONF
+from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs.base import sidecar_of
 from state_runbooks.demos.checkpoints import DEMO_START_MS

@@ -39,10 +39,10 @@ import tiers
 from checkpoint_trees import age, clean_checkpoints, state_differences, tree_sha
 
 from state_runbooks.common.errors import RunbookError
-from state_runbooks.common.runtime import PROVIDER_CONF, provider_classes
+from state_runbooks.common.runtime import provider_classes
+from state_runbooks.common.spark_settings import CHECKPOINT_FORMAT_CONF, PROVIDER_CONF
 from state_runbooks.core import growth as state_growth
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
 from state_runbooks.core.fs import tree_checksums
 from state_runbooks.demos import faults
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint, provider_conf

@@ -10,11 +10,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from checkpoint_trees import state_differences
 import tiers
+from checkpoint_trees import state_differences
 
+from state_runbooks.common.spark_settings import CHECKPOINT_FORMAT_CONF
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
 from state_runbooks.core.state_loads import load_units
 from state_runbooks.demos import faults
 from state_runbooks.demos.checkpoints import build_demo_checkpoint, run_demo_batches

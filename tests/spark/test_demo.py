@@ -12,6 +12,8 @@ import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import tree_checksums
+from state_runbooks.core.state_diff import WITH_PARTITION, all_equal, diff_checkpoints
 from state_runbooks.core.state_reader import read_state
 from state_runbooks.demos.checkpoints import (
     DEMO_FOLDER_MARKER,
@@ -20,8 +22,6 @@ from state_runbooks.demos.checkpoints import (
     remove_orphaned_demo_folders,
     run_demo_batches,
 )
-from state_runbooks.core.fs import tree_checksums
-from state_runbooks.core.state_diff import WITH_PARTITION, all_equal, diff_checkpoints
 
 
 def _rows(spark, path, operator_id=0, store="default"):
@@ -117,8 +117,9 @@ def test_demo_files_are_the_ones_spark_s_default_writes(spark, tmp_path, monkeyp
     """Demo queries on a local disk write through Spark's FileSystem-based checkpoint file manager
     (local_writes.py): the same files as Spark's default manager, the HDFS-backed store's with
     the same bytes (only the query id and the batch times differ), and the same state rows."""
+    from state_runbooks.common.spark_settings import CHECKPOINT_FILE_MANAGER_CONF
     from state_runbooks.demos import checkpoints
-    from state_runbooks.demos.local_writes import CHECKPOINT_FILE_MANAGER_CONF, local_write_conf
+    from state_runbooks.demos.local_writes import local_write_conf
 
     assert "FileSystemBased" in local_write_conf(spark, str(tmp_path))[CHECKPOINT_FILE_MANAGER_CONF]
     ours = build_demo_checkpoint(spark, workload, str(tmp_path / "ours"), 4, provider, 10, 2)

@@ -11,12 +11,11 @@ import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.runtime import (
-    CHANGELOG_CONF,
     DATABRICKS_ROCKSDB_PROVIDER,
     OSS_HDFS_PROVIDER,
     OSS_ROCKSDB_PROVIDER,
-    PROVIDER_CONF,
 )
+from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import enable_rocksdb as er
 from state_runbooks.runbooks.enable_rocksdb import benchmark as er_benchmark

@@ -16,6 +16,7 @@ import tiers
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.formatting import format_utc
+from state_runbooks.common.spark_settings import WATERMARK_DELAY_METADATA
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_reader import read_state
 from state_runbooks.demos.checkpoints import (
@@ -251,7 +252,7 @@ def test_what_the_checkpoint_records_of_the_join(spark, hdfs_demo):
     by_side = spark.read.format("statestore").option("joinSide", "left").load(ckpt.root).schema
     assert "matched" in by_name["value"].dataType.fieldNames()
     assert "matched" not in by_side["value"].dataType.fieldNames()
-    assert by_name["value"].dataType["order_time"].metadata == {jd.WATERMARK_DELAY_KEY: 2000}
+    assert by_name["value"].dataType["order_time"].metadata == {WATERMARK_DELAY_METADATA: 2000}
     metadata = spark.read.format("state-metadata").load(ckpt.root).collect()
     assert {r.operatorName for r in metadata} == {jd.JOIN_OPERATOR}
     assert {r.operatorProperties for r in metadata} == {None}

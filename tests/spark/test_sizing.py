@@ -74,7 +74,7 @@ def test_napkin_adds_partitions_for_large_rows_on_hdfs():
     est = sizing.napkin(sizing.NapkinInputs(1000.0, 599.0, 1.0, 0, 32, 4096, 4, "hdfs"))
     rec = est.recommendation
     assert est.rows == 600_000 and rec.provider == "hdfs"
-    assert rec.partitions == math.ceil(est.memory.heap_bytes / sizing.HDFS_MAX_HEAP_PER_PARTITION)
+    assert rec.partitions == math.ceil(est.memory.heap_bytes / sizing.HDFS_HEAP_PER_PARTITION)
     assert rec.partitions > 4 and "256 MiB" in rec.reason
 
 

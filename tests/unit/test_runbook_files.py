@@ -53,7 +53,7 @@ def test_export_writes_importable_notebooks_next_to_the_playbooks(tmp_path):
     for path in written:
         nb = nbformat.read(str(path), as_version=4)
         nbformat.validate(nb)
-        assert nb.metadata["state_runbooks"] == {"version": state_runbooks.__version__}
+        assert nb.metadata["state_runbooks"]["version"] == state_runbooks.__version__
         source = nbformat.read(str(REPO / "notebooks" / path.name), as_version=4)
         assert [c.source for c in nb.cells] == [c.source for c in source.cells]
         # Links to the playbooks still land: the folders sit side by side as in the repository.

@@ -1,6 +1,10 @@
 """What Spark's Python workers raised, read from the text of the error that carries it: the
 worker's own last line, not the header of its traceback."""
-from state_runbooks.common.errors import first_line, import_failure_on_workers, python_worker_error
+from state_runbooks.common.errors import (
+    first_line,
+    import_failure_on_workers,
+    python_worker_error,
+)
 
 # As a Spark Connect server whose Python workers have no pyarrow reports a pandas UDF's failure.
 WORKER_FAILED = (

@@ -31,7 +31,12 @@ from state_runbooks.running.parameters import (
     read_parameters_file,
     resolve_relative_paths,
 )
-from state_runbooks.running.results import Summary, failing_step, local_file, write_summary
+from state_runbooks.running.results import (
+    Summary,
+    failing_step,
+    local_file,
+    write_summary,
+)
 from state_runbooks.running.start import DEMO_ENV
 
 from .execution import execute, summary_target

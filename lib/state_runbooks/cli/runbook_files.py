@@ -103,7 +103,7 @@ def export_runbooks(target: pathlib.Path) -> tuple[list[pathlib.Path], pathlib.P
     written = []
     for source in runbook_notebooks():
         nb = nbformat.read(str(source), as_version=4)
-        nb.metadata["state_runbooks"] = {"version": __version__}
+        nb.metadata.setdefault("state_runbooks", {})["version"] = __version__
         nbformat.write(nb, str(notebooks / source.name))
         written.append(notebooks / source.name)
     playbooks = target / "runbooks"

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 
+from .spark_settings import REDACTION_REGEX_CONF
+
 REDACTED = "*********(redacted)"
-REDACTION_REGEX_CONF = "spark.redaction.regex"
 
 SECRET_KEY = re.compile(r"secret|passw(or)?d|token|credential|private|signature"
                         r"|(^|[._-])sas([._-]|$)", re.IGNORECASE)

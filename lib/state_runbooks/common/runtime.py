@@ -8,11 +8,7 @@ OSS_HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedSt
 OSS_ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 DATABRICKS_ROCKSDB_PROVIDER = "com.databricks.sql.streaming.state.RocksDBStateStoreProvider"
 
-PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
-CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 # How state rows are encoded in the store ("unsaferow", Spark's default, or "avro"); pinned.
-ENCODING_CONF = "spark.sql.streaming.stateStore.encodingFormat"
-MIN_BATCHES_TO_RETAIN_CONF = "spark.sql.streaming.minBatchesToRetain"
 DEFAULT_MIN_BATCHES_TO_RETAIN = 100
 
 RUNTIMES = ("oss", "databricks")

@@ -26,10 +26,12 @@ from state_runbooks.common.errors import RunbookError, spark_errors
 from state_runbooks.common.formatting import id_ranges
 from state_runbooks.common.runtime import (
     DEFAULT_MIN_BATCHES_TO_RETAIN,
-    MIN_BATCHES_TO_RETAIN_CONF,
     OSS_HDFS_PROVIDER,
-    PROVIDER_CONF,
     provider_kind,
+)
+from state_runbooks.common.spark_settings import (
+    MIN_BATCHES_TO_RETAIN_CONF,
+    PROVIDER_CONF,
 )
 
 from .fs import open_fs, state_reader_root

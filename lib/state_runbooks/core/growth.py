@@ -31,6 +31,7 @@ from __future__ import annotations
 from functools import reduce
 
 from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.common.spark_settings import OPEN_COST_CONF
 from state_runbooks.core.fs.connect import LISTING_CONF
 from state_runbooks.session.spark_session import session_conf
 
@@ -43,7 +44,12 @@ from .operators import (
     state_units,
 )
 from .state_files import snapshot_metadata
-from .state_reader import change_line_counts, per_core_tasks, read_unit, union_over_batches
+from .state_reader import (
+    change_line_counts,
+    per_core_tasks,
+    read_unit,
+    union_over_batches,
+)
 
 KEY_COUNTS = "RocksDB snapshot key counts"
 FEED_COUNTS = "the inspected batch's rows and the change feed's puts and removals"
@@ -51,7 +57,7 @@ CHANGE_FEED = "the state at the first batch shown, replayed through the change f
 STATE_READS = "state reads"
 # Spark's file index: list the given files on the driver (no listing job) and pack many small
 # files into each task (a zip's metadata is a few KB; Spark's default open cost is 4 MB a file).
-_SMALL_FILES_CONF = {**LISTING_CONF, "spark.sql.files.openCostInBytes": "0"}
+_SMALL_FILES_CONF = {**LISTING_CONF, OPEN_COST_CONF: "0"}
 
 
 def sample_batches(first: int, last: int, max_points: int) -> list[int]:

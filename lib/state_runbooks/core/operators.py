@@ -31,13 +31,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from state_runbooks.common.spark_settings import (
+    JOIN_FORMAT_CONF,
+    SHUFFLE_PARTITIONS_CONF,
+)
+
 from .checkpoint import DEFAULT_STORE, Checkpoint, OperatorInfo
 
 JOIN_SIDES = ("left", "right")
 JOIN_STORE_SUFFIXES = ("keyToNumValues", "keyWithIndexToValue")
 JOIN_STORES = tuple(f"{side}-{suffix}" for side in JOIN_SIDES for suffix in JOIN_STORE_SUFFIXES)
-JOIN_FORMAT_CONF = "spark.sql.streaming.join.stateFormatVersion"
-SHUFFLE_PARTITIONS_CONF = "spark.sql.shuffle.partitions"
 DEFAULT_JOIN_FORMAT = 2  # Spark's default since 3.0
 
 FAMILIES = {

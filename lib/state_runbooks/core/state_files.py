@@ -48,7 +48,6 @@ class StateFile:
         return self.version - 1
 
 
-CHECKPOINT_FORMAT_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
 
 def checkpoint_format_version(commit_version_line: str | None, files: list[StateFile]) -> int:

@@ -17,7 +17,12 @@ import re
 from dataclasses import dataclass
 from functools import reduce
 
-from state_runbooks.common.errors import RunbookError, full_error_text, spark_errors, spark_line
+from state_runbooks.common.errors import (
+    RunbookError,
+    full_error_text,
+    spark_errors,
+    spark_line,
+)
 
 from .checkpoint import Checkpoint
 from .operators import StateUnit, find_unit, state_units

@@ -10,11 +10,11 @@ import itertools
 from functools import reduce
 
 from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.common.spark_settings import CHECKPOINT_FORMAT_CONF
 from state_runbooks.session.spark_session import session_conf
 
 from .checkpoint import DEFAULT_STORE, Checkpoint
 from .operators import StateUnit, find_unit, state_units
-from .state_files import CHECKPOINT_FORMAT_CONF
 
 
 def read_state(ckpt: Checkpoint, operator_id: int = 0, store_name: str = DEFAULT_STORE,

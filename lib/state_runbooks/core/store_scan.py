@@ -14,13 +14,11 @@ from .checkpoint import Checkpoint, StoreInfo
 from .operators import StateUnit, find_unit, matches_store, operator_model, state_units
 from .state_reader import per_core_tasks, quote_path, read_unit, unsafe_row_size_sql
 
-# Thresholds of the scan and of 03's production checklist (02 plans by LARGE_STATE_ROWS too), in
-# one place so the playbooks can quote them.
+# Thresholds of the scan and of 03's production checklist (the size limits: .state_limits).
 SKEW_WARNING_RATIO = 2.0  # max rows in a partition / mean rows per partition
 # Below this mean of rows per partition a skew ratio is chance (a few keys hashed unevenly), so it
 # is shown but not judged.
 SKEW_MIN_ROWS_PER_PARTITION = 10
-LARGE_STATE_ROWS = 1_000_000  # above this, the HDFS provider's JVM memory becomes a risk
 MULTI_ROW_STORE_SUFFIX = "keyWithIndexToValue"  # join stores: one key, several rows (by index)
 
 

@@ -15,11 +15,13 @@ import uuid
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, spark_errors
-from state_runbooks.common.runtime import (
+from state_runbooks.common.runtime import is_databricks, provider_classes
+from state_runbooks.common.spark_settings import (
     CHANGELOG_CONF,
+    JOIN_FORMAT_CONF,
+    NO_DATA_BATCHES_CONF,
     PROVIDER_CONF,
-    is_databricks,
-    provider_classes,
+    SHUFFLE_PARTITIONS_CONF,
 )
 from state_runbooks.session.spark_session import session_conf
 
@@ -37,7 +39,7 @@ WORKLOADS = ("dedup", "window_agg", "join", "two_operators", "join_left_outer", 
 # "rocksdb" (DemoRun.provider says which ran).
 ROCKSDB_ONLY_WORKLOADS = ("join_v3", "transform_with_state", "transform_with_state_pandas")
 # Session confs a workload needs beyond the provider's.
-WORKLOAD_CONF = {"join_v3": {"spark.sql.streaming.join.stateFormatVersion": "3"}}
+WORKLOAD_CONF = {"join_v3": {JOIN_FORMAT_CONF: "3"}}
 # Output modes other than append: an aggregation without a watermark cannot run in append mode.
 WORKLOAD_OUTPUT_MODE = {"composite_agg": "update"}
 AMOUNT_BUCKET = 25  # composite_agg: amounts grouped in buckets of this width
@@ -441,8 +443,8 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
     """
     if batches < 1:
         raise RunbookError(f"batches must be at least 1, got {batches}")
-    conf = {"spark.sql.shuffle.partitions": str(partitions),
-            "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+    conf = {SHUFFLE_PARTITIONS_CONF: str(partitions),
+            NO_DATA_BATCHES_CONF: "false",
             **provider_conf(demo_provider(workload, provider)), **WORKLOAD_CONF.get(workload, {}),
             **(extra_conf or {})}
     progress = []

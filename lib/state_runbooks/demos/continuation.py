@@ -6,6 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import spark_errors
+from state_runbooks.common.spark_settings import (
+    NO_DATA_BATCHES_CONF,
+    SHUFFLE_PARTITIONS_CONF,
+)
 from state_runbooks.session.spark_session import session_conf
 
 from .checkpoints import provider_conf
@@ -27,8 +31,8 @@ def continue_query(spark, df, path: str, batches: int = 1, provider: str = "hdfs
     def collect(batch, _batch_id):
         rows.extend(batch.collect())
 
-    conf = {"spark.sql.streaming.noDataMicroBatches.enabled": "false",
-            "spark.sql.shuffle.partitions": str(partitions), **provider_conf(provider)}
+    conf = {NO_DATA_BATCHES_CONF: "false",
+            SHUFFLE_PARTITIONS_CONF: str(partitions), **provider_conf(provider)}
     with session_conf(spark, conf):
         for _ in range(batches):
             with spark_errors(f"running the query on {path}"):

@@ -17,6 +17,13 @@ import sys
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import (
+    EVENT_LOG_CODEC_CONF,
+    EVENT_LOG_COMPRESS_CONF,
+    EVENT_LOG_DIR_CONF,
+    EVENT_LOG_ENABLED_CONF,
+    EVENT_LOG_ROLLING_CONF,
+)
 from state_runbooks.session.spark_session import progress_dict
 
 from .checkpoints import new_demo_folder
@@ -53,13 +60,13 @@ def _write_one(spec: dict) -> dict:
 
     os.makedirs(spec["event_log_dir"], exist_ok=True)  # Spark refuses a missing log folder
     builder = SparkSession.builder.master("local[2]").appName(f"demo-{spec['workload']}")
-    conf = {**LOCAL_CONF, "spark.eventLog.enabled": "true",
-            "spark.eventLog.dir": spec["event_log_dir"],
-            "spark.eventLog.rolling.enabled": str(spec["rolling"]).lower(),
-            "spark.eventLog.compress": str(spec["codec"] != "none").lower(),
+    conf = {**LOCAL_CONF, EVENT_LOG_ENABLED_CONF: "true",
+            EVENT_LOG_DIR_CONF: spec["event_log_dir"],
+            EVENT_LOG_ROLLING_CONF: str(spec["rolling"]).lower(),
+            EVENT_LOG_COMPRESS_CONF: str(spec["codec"] != "none").lower(),
             **spec.get("conf", {})}
     if spec["codec"] != "none":
-        conf["spark.eventLog.compression.codec"] = spec["codec"]
+        conf[EVENT_LOG_CODEC_CONF] = spec["codec"]
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

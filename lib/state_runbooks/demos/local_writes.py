@@ -18,9 +18,9 @@ written by your query, with your settings; nothing here changes them.
 """
 from __future__ import annotations
 
+from state_runbooks.common.spark_settings import CHECKPOINT_FILE_MANAGER_CONF
 from state_runbooks.core.fs.causes import scheme_of
 
-CHECKPOINT_FILE_MANAGER_CONF = "spark.sql.streaming.checkpointFileManagerClass"
 # Spark moved its checkpoint classes to a package of their own; the older name comes second.
 FILE_SYSTEM_MANAGERS = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager",

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError, RunbookFailed
+from state_runbooks.common.spark_settings import CHECKPOINT_FORMAT_CONF
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.state_files import CHECKPOINT_FORMAT_CONF
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint
 from state_runbooks.session.spark_session import get_spark, is_connect
 

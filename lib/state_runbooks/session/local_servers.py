@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from importlib import resources
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import (
+    CONNECT_ADDRESS_CONF,
+    CONNECT_PORT_CONF,
+    DRIVER_JAVA_OPTIONS_CONF,
+)
 from state_runbooks.session.spark_session import LOCAL_CONF
 
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -126,9 +131,9 @@ def start_connect_server(log: str, port: int = 0, master: str = "local[2]",
     cannot arrive between the server's start and this function knowing its process."""
     port = port or free_port()
     log4j = resources.files("state_runbooks") / "resources" / "log4j2.properties"
-    conf = {**LOCAL_CONF, "spark.connect.grpc.binding.address": "127.0.0.1",
-            "spark.connect.grpc.binding.port": str(port),
-            "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{log4j}"}
+    conf = {**LOCAL_CONF, CONNECT_ADDRESS_CONF: "127.0.0.1",
+            CONNECT_PORT_CONF: str(port),
+            DRIVER_JAVA_OPTIONS_CONF: f"-Dlog4j2.configurationFile=file:{log4j}"}
     args = [os.path.join(spark_home(), "bin", "spark-submit"), "--master", master,
             "--class", CONNECT_SERVER_CLASS, *_conf_args(conf), "spark-internal"]
     process = _start(args, log)

@@ -22,6 +22,14 @@ from urllib.parse import urlsplit
 
 from state_runbooks.common.environment import JavaMissing, check_java
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import (
+    CONSOLE_PROGRESS_CONF,
+    DRIVER_JAVA_OPTIONS_CONF,
+    DRIVER_MEMORY_CONF,
+    SESSION_TIME_ZONE_CONF,
+    SHUFFLE_PARTITIONS_CONF,
+    UI_ENABLED_CONF,
+)
 
 DEFAULT_MASTER = "local[2]"
 CONNECT_SCHEME = "sc://"
@@ -37,11 +45,11 @@ CONNECT_PROBE_SECONDS = 5.0
 # Settings for sessions this library builds. A session that already exists (Databricks, a notebook
 # that made its own) is used as it is.
 LOCAL_CONF = {
-    "spark.ui.enabled": "false",  # parallel test runs and scheduled runs do not need a UI port
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.session.timeZone": "UTC",  # timestamps print the same on every machine
-    "spark.sql.shuffle.partitions": "4",
-    "spark.driver.memory": "2g",
+    UI_ENABLED_CONF: "false",  # parallel test runs and scheduled runs do not need a UI port
+    CONSOLE_PROGRESS_CONF: "false",
+    SESSION_TIME_ZONE_CONF: "UTC",  # timestamps print the same on every machine
+    SHUFFLE_PARTITIONS_CONF: "4",
+    DRIVER_MEMORY_CONF: "2g",
 }
 
 
@@ -127,7 +135,7 @@ def _classic_session(master: str, app_name: str, conf: dict):
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    builder = builder.config("spark.driver.extraJavaOptions",
+    builder = builder.config(DRIVER_JAVA_OPTIONS_CONF,
                              f"-Dlog4j2.configurationFile=file:{_log4j_config()}")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -16,6 +16,7 @@ import os
 import tempfile
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import MASTER_CONF
 from state_runbooks.session.spark_session import is_connect
 
 from .causes import quoted_characters, scheme_of, unreadable_path_message
@@ -46,7 +47,7 @@ def state_reader_root(spark, fs) -> str:
     if scheme_of(root) not in (None, "file") or not os.path.isdir(local):
         raise RunbookError(unreadable_path_message(root, chars))
     connect = is_connect(spark)
-    master = str(spark.conf.get("spark.master", "") if connect else spark.sparkContext.master)
+    master = str(spark.conf.get(MASTER_CONF, "") if connect else spark.sparkContext.master)
     if not master.startswith("local"):
         raise RunbookError(unreadable_path_message(
             root, chars, f"; Spark runs on {master}, not this machine alone, so no alias serves"))

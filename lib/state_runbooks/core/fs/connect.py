@@ -28,6 +28,7 @@ from state_runbooks.common.errors import (
     spark_errors,
 )
 from state_runbooks.common.locations import refuse_own_folder
+from state_runbooks.common.spark_settings import PARALLEL_DISCOVERY_CONF
 from state_runbooks.session.spark_session import session_conf
 
 from .base import FileEntry, TreeOperations
@@ -35,7 +36,7 @@ from .causes import is_permission_error, missing_connector, permission_message
 
 # List on the driver: a checkpoint has a folder per partition, and past 32 folders Spark would
 # otherwise list them in a distributed job, which measured ~2x slower for 200 partitions.
-LISTING_CONF = {"spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000"}
+LISTING_CONF = {PARALLEL_DISCOVERY_CONF: "1000000"}
 # Folders Spark writes into a checkpoint whose names its own listing filters out (see above).
 HIDDEN_CHECKPOINT_FOLDERS = ("state/*/_stateSchema",)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")

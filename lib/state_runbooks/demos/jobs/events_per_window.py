@@ -13,6 +13,8 @@ hands it to ``start()``.
 """
 from pyspark.sql import functions as F
 
+from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
+
 START_MS = 1_700_000_000_000
 ROWS_PER_BATCH = 10
 
@@ -58,5 +60,5 @@ def build_with_max(spark):
 
 
 def build_more_partitions(spark):
-    spark.conf.set("spark.sql.shuffle.partitions", "8")
+    spark.conf.set(SHUFFLE_PARTITIONS_CONF, "8")
     return build(spark)

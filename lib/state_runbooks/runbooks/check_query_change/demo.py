@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
 from state_runbooks.demos.jobs import events_per_window
 from state_runbooks.running.parameters import check_not_placeholder
 
@@ -17,7 +18,7 @@ DEMO = {"workload": "window_agg", "batches": 3, "rows_per_batch": 10, "partition
 CHANGES = (
     ("build_filtered", "a filter before the aggregation, a column after it"),
     ("build_with_max", "a new aggregate, max(amount)"),
-    ("build_more_partitions", "spark.sql.shuffle.partitions set to 8"),
+    ("build_more_partitions", f"{SHUFFLE_PARTITIONS_CONF} set to 8"),
 )
 
 
@@ -27,7 +28,7 @@ CHANGES = (
 EXPECTED = {
     "build_filtered": ("ok", "restarts", None, []),
     "build_with_max": ("critical", "fails", "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", []),
-    "build_more_partitions": ("warning", "restarts", None, ["spark.sql.shuffle.partitions"]),
+    "build_more_partitions": ("warning", "restarts", None, [SHUFFLE_PARTITIONS_CONF]),
 }
 
 

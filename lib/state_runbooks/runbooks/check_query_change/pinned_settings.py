@@ -12,20 +12,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state_runbooks.common.runtime import ENCODING_CONF, PROVIDER_CONF, provider_kind
+from state_runbooks.common.runtime import provider_kind
+from state_runbooks.common.spark_settings import (
+    AGGREGATION_FORMAT_CONF,
+    COMPRESSION_CODEC_CONF,
+    ENCODING_CONF,
+    FLATMAP_FORMAT_CONF,
+    JOIN_FORMAT_CONF,
+    PROVIDER_CONF,
+    PRUNE_STREAMING_SUBPLAN_CONF,
+    SHUFFLE_PARTITIONS_CONF,
+    STRICT_DISTRIBUTION_CONF,
+    WATERMARK_POLICY_CONF,
+)
 
-SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
-WATERMARK_POLICY = "spark.sql.streaming.multipleWatermarkPolicy"
 # Spark's relevantSQLConfDefaultValues (4.x): what a restart sets when the checkpoint predates
 # a key.
 DEFAULTS_FOR_OLDER_CHECKPOINTS = {
-    WATERMARK_POLICY: "min",
-    "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion": "1",
-    "spark.sql.streaming.aggregation.stateFormatVersion": "1",
-    "spark.sql.streaming.join.stateFormatVersion": "1",
-    "spark.sql.streaming.stateStore.compression.codec": "lz4",
-    "spark.sql.streaming.statefulOperator.useStrictDistribution": "false",
-    "spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan": "true",
+    WATERMARK_POLICY_CONF: "min",
+    FLATMAP_FORMAT_CONF: "1",
+    AGGREGATION_FORMAT_CONF: "1",
+    JOIN_FORMAT_CONF: "1",
+    COMPRESSION_CODEC_CONF: "lz4",
+    STRICT_DISTRIBUTION_CONF: "false",
+    PRUNE_STREAMING_SUBPLAN_CONF: "true",
     ENCODING_CONF: "unsaferow",
 }
 
@@ -48,7 +58,7 @@ class PinnedSetting:
         return self.job_value is None and self.session_value not in (None, self.pinned)
 
     def action(self) -> str:
-        if self.key == SHUFFLE_PARTITIONS:
+        if self.key == SHUFFLE_PARTITIONS_CONF:
             return ("to change the partition count of existing state: 07 repartition state "
                     "(Spark 4.2+), or a new checkpoint from the logged offsets")
         if self.key == PROVIDER_CONF:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from state_runbooks.common.formatting import format_bytes
+from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
 
 from .check import Check
 
@@ -98,7 +99,7 @@ def ignored_lines(check: Check) -> list[str]:
     for s in check.settings:
         if s.ignored:
             seen = ""
-            if s.key == "spark.sql.shuffle.partitions" and check.rehearsal and \
+            if s.key == SHUFFLE_PARTITIONS_CONF and check.rehearsal and \
                     check.rehearsal.shuffle_partitions:
                 seen = (f" (the rehearsal ran on {check.rehearsal.shuffle_partitions[0]} "
                         "partitions)")
@@ -181,7 +182,7 @@ def what_this_showed(changes: list, files: int, unchanged: bool) -> list[str]:
         elif ignored:
             s = ignored[0]
             ran = (check.rehearsal.shuffle_partitions if check.rehearsed
-                   and s.key == "spark.sql.shuffle.partitions" else [])
+                   and s.key == SHUFFLE_PARTITIONS_CONF else [])
             key = "" if s.key in c.description else f" of {s.key}"
             lines.append(f"{c.description}: it restarts, but with the value{key} the checkpoint "
                          f"pins, {s.pinned}, not the job's {s.job_value}"

@@ -24,6 +24,8 @@ One module per concern:
 - :mod:`.verdicts`: ``diagnose`` and its ``Diagnosis``; each key's ``Verdict``, explained
 - :mod:`.report`: the counts, the per-key table and the run summary
 """
+from state_runbooks.common.spark_settings import WATERMARK_DELAY_METADATA
+
 from .classification import CATEGORIES, UNDECIDED, classify
 from .history import (
     CHANGE_FEED,
@@ -37,8 +39,14 @@ from .history import (
     unreadable_reason,
 )
 from .pairs import PAIR_CHECKED, closest_pair
-from .report import counts_lines, summarize, times_line, verdicts_table, what_this_showed
-from .resolve import WATERMARK_DELAY_KEY, resolve_join, time_bounds_from_checkpoint
+from .report import (
+    counts_lines,
+    summarize,
+    times_line,
+    verdicts_table,
+    what_this_showed,
+)
+from .resolve import resolve_join, time_bounds_from_checkpoint
 from .spec import (
     JOIN_OPERATOR,
     ROWS_STORE,
@@ -58,7 +66,7 @@ __all__ = [
     "history_rows", "key_history", "method_reason", "unreadable_reason",
     "PAIR_CHECKED", "closest_pair",
     "CATEGORIES", "UNDECIDED", "classify",
-    "WATERMARK_DELAY_KEY", "resolve_join", "time_bounds_from_checkpoint",
+    "WATERMARK_DELAY_METADATA", "resolve_join", "time_bounds_from_checkpoint",
     "Diagnosis", "Verdict", "common_day", "diagnose", "explain",
     "counts_lines", "summarize", "times_line", "verdicts_table", "what_this_showed",
 ]

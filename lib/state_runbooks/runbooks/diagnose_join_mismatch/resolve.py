@@ -8,18 +8,17 @@ import dataclasses
 import math
 
 from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.common.spark_settings import WATERMARK_DELAY_METADATA
 from state_runbooks.core.checkpoint import Checkpoint
 
 from .history import _side_samples, history_method, key_history, unreadable_reason
 from .spec import JoinSide, JoinSpec, TimeBounds, find_join_operator
 
-WATERMARK_DELAY_KEY = "spark.watermarkDelayMs"  # field metadata Spark puts on the event-time column
-
 
 def _watermark_column(value_schema) -> tuple[str | None, int | None]:
     for f in value_schema.fields:
-        if WATERMARK_DELAY_KEY in (f.metadata or {}):
-            return f.name, int(f.metadata[WATERMARK_DELAY_KEY])
+        if WATERMARK_DELAY_METADATA in (f.metadata or {}):
+            return f.name, int(f.metadata[WATERMARK_DELAY_METADATA])
     return None, None
 
 

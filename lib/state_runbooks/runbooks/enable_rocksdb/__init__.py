@@ -26,7 +26,11 @@ One module per concern:
 
 The names the notebook and its callers use are importable from here.
 """
-from state_runbooks.common.runtime import CHANGELOG_CONF
+from state_runbooks.common.spark_settings import (
+    BOUNDED_MEMORY_CONF,
+    CHANGELOG_CONF,
+    MAX_MEMORY_MB_CONF,
+)
 
 from .benchmark import (
     BENCH_BATCHES,
@@ -63,10 +67,8 @@ from .pinned import (
     options_lines,
 )
 from .provider import (
-    BOUNDED_MEMORY_CONF,
     INVALID_PROVIDER_ERROR,
     KNOWN_ROCKSDB_CLASSES,
-    MAX_MEMORY_MB_CONF,
     STATE_STORE_PROVIDER_BASE,
     WIDELY_PUBLISHED_WRONG_CLASS,
     WORKLOAD,

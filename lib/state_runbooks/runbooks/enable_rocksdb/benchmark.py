@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.formatting import format_bytes
-from state_runbooks.common.runtime import CHANGELOG_CONF
+from state_runbooks.common.spark_settings import CHANGELOG_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import PROVIDERS, build_demo_checkpoint
 

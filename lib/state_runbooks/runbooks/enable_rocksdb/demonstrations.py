@@ -15,9 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from state_runbooks.common.errors import root_cause
-from state_runbooks.common.runtime import CHANGELOG_CONF, OSS_ROCKSDB_PROVIDER, PROVIDER_CONF
+from state_runbooks.common.runtime import OSS_ROCKSDB_PROVIDER
+from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.demos.checkpoints import build_demo_checkpoint, new_demo_path, run_demo_batches
+from state_runbooks.demos.checkpoints import (
+    build_demo_checkpoint,
+    new_demo_path,
+    run_demo_batches,
+)
 
 from .provider import (
     WIDELY_PUBLISHED_WRONG_CLASS,

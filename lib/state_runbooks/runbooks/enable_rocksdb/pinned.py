@@ -9,12 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from state_runbooks.common.runtime import (
-    CHANGELOG_CONF,
-    OSS_HDFS_PROVIDER,
-    PROVIDER_CONF,
-    provider_kind,
-)
+from state_runbooks.common.runtime import OSS_HDFS_PROVIDER, provider_kind
+from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 
 from .provider import ClassCheck, check_provider_class

@@ -13,12 +13,16 @@ from dataclasses import dataclass
 from state_runbooks.common.errors import RunbookError, first_line, root_cause
 from state_runbooks.common.redaction import redact_conf
 from state_runbooks.common.runtime import (
-    CHANGELOG_CONF,
     DATABRICKS_ROCKSDB_PROVIDER,
     OSS_ROCKSDB_PROVIDER,
-    PROVIDER_CONF,
     detect_runtime,
     provider_classes,
+)
+from state_runbooks.common.spark_settings import (
+    BOUNDED_MEMORY_CONF,
+    CHANGELOG_CONF,
+    MAX_MEMORY_MB_CONF,
+    PROVIDER_CONF,
 )
 from state_runbooks.demos.checkpoints import new_demo_path, run_demo_batches
 from state_runbooks.session.spark_session import is_connect
@@ -26,8 +30,6 @@ from state_runbooks.session.spark_session import is_connect
 # A class name commonly published for RocksDB (in guides and snippets). It is not a class anywhere.
 WIDELY_PUBLISHED_WRONG_CLASS = "com.databricks.sql.streaming.state.RocksDBStateProvider"
 STATE_STORE_PROVIDER_BASE = "org.apache.spark.sql.execution.streaming.state.StateStoreProvider"
-BOUNDED_MEMORY_CONF = "spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage"
-MAX_MEMORY_MB_CONF = "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB"
 KNOWN_ROCKSDB_CLASSES = (OSS_ROCKSDB_PROVIDER, DATABRICKS_ROCKSDB_PROVIDER)
 
 # Demo and measurement workload: a deduplication with a 5 s watermark; every id arrives twice

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from state_runbooks.common.formatting import id_ranges
 from state_runbooks.common.redaction import redact_conf
-from state_runbooks.common.runtime import CHANGELOG_CONF, PROVIDER_CONF, provider_kind
+from state_runbooks.common.runtime import provider_kind
+from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
 
 from .benchmark import ProviderMeasurement, benchmark_summary
 from .demonstrations import RestartDemo, WrongClassDemo

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state_runbooks.common.runtime import PROVIDER_CONF, provider_kind
+from state_runbooks.common.runtime import provider_kind
+from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import build_demo_checkpoint
 from state_runbooks.session.spark_session import is_connect

@@ -15,6 +15,10 @@ One module per concern:
 The names the notebook and its callers use are importable from here.
 """
 from state_runbooks.common.formatting import format_bytes
+from state_runbooks.core.state_limits import (
+    HDFS_HEAP_PER_PARTITION,
+    ROCKSDB_PAYLOAD_PER_PARTITION,
+)
 
 from .demo_comparison import (
     ACCURACY_TARGET,
@@ -71,9 +75,7 @@ from .napkin_estimate import (
 )
 from .projection import Projection, growth, growth_rate, project
 from .recommendation import (
-    HDFS_MAX_HEAP_PER_PARTITION,
     PROVIDER_NAMES,
-    ROCKSDB_MAX_PAYLOAD_PER_PARTITION,
     Recommendation,
     recommend,
     rocksdb_configured_memory,
@@ -102,7 +104,7 @@ __all__ = [
     "DEMO_NAPKIN", "NAPKIN_PROVIDERS", "NO_NAPKIN", "RULE_OF_THUMB_FACTORS", "Napkin",
     "NapkinInputs", "napkin", "napkin_inputs", "napkin_lines", "restarted_table",
     "Projection", "growth", "growth_rate", "project",
-    "HDFS_MAX_HEAP_PER_PARTITION", "PROVIDER_NAMES", "ROCKSDB_MAX_PAYLOAD_PER_PARTITION",
+    "HDFS_HEAP_PER_PARTITION", "PROVIDER_NAMES", "ROCKSDB_PAYLOAD_PER_PARTITION",
     "Recommendation", "recommend", "rocksdb_configured_memory",
     "estimate_lines", "measured_summary", "partitions_table", "recommendation_lines",
     "stores_table", "summarize", "what_this_showed",

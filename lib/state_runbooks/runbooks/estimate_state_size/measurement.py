@@ -16,8 +16,16 @@ from functools import reduce
 
 from state_runbooks.common.errors import spark_errors
 from state_runbooks.common.formatting import format_bytes
+from state_runbooks.common.spark_settings import (
+    MAX_VERSIONS_IN_MEMORY_CONF,
+    ROW_CHECKSUM_CONF,
+)
 from state_runbooks.core.growth import rows_back_from_changes
-from state_runbooks.core.operators import operator_model, puts_only_new_keys, serves_change_feed
+from state_runbooks.core.operators import (
+    operator_model,
+    puts_only_new_keys,
+    serves_change_feed,
+)
 from state_runbooks.core.state_reader import (
     change_line_counts,
     per_core_tasks,
@@ -31,7 +39,6 @@ from state_runbooks.core.store_scan import StoreReport, inspect_stores
 from .jvm_objects import COMPRESSED_OOPS, JvmLayout, prefix_map_fixed_bytes
 from .memory_model import (
     DEFAULT_VERSIONS_IN_MEMORY,
-    MAX_VERSIONS_CONF,
     MemoryEstimate,
     PartitionVersions,
     estimate_partition,
@@ -40,7 +47,6 @@ from .memory_model import (
 )
 from .version_churn import version_churn
 
-ROW_CHECKSUM_CONF = "spark.sql.streaming.stateStore.rowChecksum.enabled"
 # The scan's figures of a measured unit are its report's own: ``m.rows`` is ``m.report.rows``.
 REPORTED_FIGURES = ("operator_id", "operator_name", "store_name", "num_partitions", "batch_id",
                     "rows", "key_bytes", "value_bytes", "rows_per_partition", "disk",
@@ -123,7 +129,7 @@ def measure_checkpoint(ckpt, batch_id: int = -1, restarted_each_batch: bool = Fa
     batch = ckpt.resolve_batch(batch_id, operator_id)
     lo, _hi = ckpt.retained_batch_range(operator_id)
     versions = (versions_in_memory if versions_in_memory is not None
-                else int(ckpt.spark.conf.get(MAX_VERSIONS_CONF, str(DEFAULT_VERSIONS_IN_MEMORY))))
+                else int(ckpt.spark.conf.get(MAX_VERSIONS_IN_MEMORY_CONF, str(DEFAULT_VERSIONS_IN_MEMORY))))
     checksum = str(ckpt.pinned_conf.get(ROW_CHECKSUM_CONF, "false")).lower() == "true"
     inspected = inspect_stores(ckpt, batch, operator_id, top_keys=0)
     reports = [r for r in inspected if r.readable]

@@ -39,7 +39,6 @@ from .jvm_objects import (
     filled_capacity,
 )
 
-MAX_VERSIONS_CONF = "spark.sql.streaming.maxBatchesToRetainInMemory"
 DEFAULT_VERSIONS_IN_MEMORY = 2
 
 

@@ -11,6 +11,15 @@ from dataclasses import dataclass
 
 from state_runbooks.common.errors import require
 from state_runbooks.common.formatting import format_bytes
+from state_runbooks.common.spark_settings import (
+    MAX_VERSIONS_IN_MEMORY_CONF,
+    SHUFFLE_PARTITIONS_CONF,
+)
+from state_runbooks.core.state_limits import (
+    ROCKSDB_BLOCK_CACHE_MB,
+    ROCKSDB_MAX_WRITE_BUFFERS,
+    ROCKSDB_WRITE_BUFFER_MB,
+)
 from state_runbooks.core.state_reader import UNSAFE_ROW_RULE
 
 from .jvm_objects import (
@@ -29,9 +38,6 @@ from .memory_model import (
 )
 from .recommendation import (
     PROVIDER_NAMES,
-    ROCKSDB_BLOCK_CACHE_MB,
-    ROCKSDB_MAX_WRITE_BUFFERS,
-    ROCKSDB_WRITE_BUFFER_MB,
     Recommendation,
     recommend,
     rocksdb_configured_memory,
@@ -83,7 +89,7 @@ class NapkinInputs:
                "(0 or more)")
         require(self.num_partitions >= 1 and float(self.num_partitions).is_integer(),
                f"num_partitions={self.num_partitions} is not valid: pass the state partitions "
-               "(spark.sql.shuffle.partitions when the query first starts), 1 or more")
+               f"({SHUFFLE_PARTITIONS_CONF} when the query first starts), 1 or more")
         require(self.provider in NAPKIN_PROVIDERS,
                f"provider={self.provider!r} is not known: use one of {', '.join(NAPKIN_PROVIDERS)}")
 
@@ -252,7 +258,7 @@ def napkin_lines(est: Napkin, width: int = 100) -> list[str]:
     if part.old_capacity:
         steps.append(
             f"5. Versions in memory. The provider keeps the last {DEFAULT_VERSIONS_IN_MEMORY} "
-            "versions of every partition (spark.sql.streaming.maxBatchesToRetainInMemory). The "
+            f"versions of every partition ({MAX_VERSIONS_IN_MEMORY_CONF}). The "
             "older one shares the unchanged rows with the newest, but has its own nodes "
             f"({part.old_rows:,} x {lay.map_node} B per partition) and hash table, and still "
             f"holds the {part.removed + part.replaced:,} rows per partition that the newest batch "

@@ -6,17 +6,16 @@ import math
 from dataclasses import dataclass
 
 from state_runbooks.common.formatting import format_bytes
-from state_runbooks.core.store_scan import LARGE_STATE_ROWS
+from state_runbooks.core.state_limits import (
+    HDFS_HEAP_PER_PARTITION,
+    HDFS_STATE_ROWS,
+    ROCKSDB_BLOCK_CACHE_MB,
+    ROCKSDB_MAX_WRITE_BUFFERS,
+    ROCKSDB_PAYLOAD_PER_PARTITION,
+    ROCKSDB_WRITE_BUFFER_MB,
+)
 
 PROVIDER_NAMES = {"hdfs": "the HDFS-backed provider", "rocksdb": "RocksDB"}
-# Thresholds of the recommendation, in one place so the notebook and playbooks quote them.
-HDFS_MAX_HEAP_PER_PARTITION = 256 * 1024 ** 2  # estimated heap bytes per partition on HDFS
-ROCKSDB_MAX_PAYLOAD_PER_PARTITION = 1024 ** 3  # row bytes per partition kept in RocksDB's files
-# RocksDB's native memory per instance by default (Spark 4 RocksDBConf, RocksDB's own defaults for
-# the -1 values): block cache 8 MB, write buffers 2 x 64 MB; boundedMemoryUsage=false.
-ROCKSDB_BLOCK_CACHE_MB = 8
-ROCKSDB_WRITE_BUFFER_MB = 64
-ROCKSDB_MAX_WRITE_BUFFERS = 2
 
 
 def rocksdb_configured_memory(instances: int, block_cache_mb: int = ROCKSDB_BLOCK_CACHE_MB,
@@ -32,14 +31,14 @@ def rocksdb_configured_memory(instances: int, block_cache_mb: int = ROCKSDB_BLOC
 def thresholds_line(rocksdb_only: str | None = None, max_rows_on_hdfs: int | None = None) -> str:
     """The thresholds :func:`recommend` decides by, said once for every recommendation shown;
     with ``rocksdb_only`` (why a checkpoint runs on RocksDB only), the rule for that checkpoint."""
-    limit = LARGE_STATE_ROWS if max_rows_on_hdfs is None else max_rows_on_hdfs
+    limit = HDFS_STATE_ROWS if max_rows_on_hdfs is None else max_rows_on_hdfs
     rocksdb = (f"RocksDB, with the row bytes per partition <= "
-               f"{format_bytes(ROCKSDB_MAX_PAYLOAD_PER_PARTITION)}")
+               f"{format_bytes(ROCKSDB_PAYLOAD_PER_PARTITION)}")
     if rocksdb_only:
         return f"On this checkpoint: {rocksdb} ({rocksdb_only})."
     return (f"Thresholds: above {limit:,} rows {rocksdb} (beyond that many rows the HDFS-backed "
             "provider's JVM memory becomes a risk); otherwise the HDFS-backed provider, with the "
-            f"estimated heap per partition <= {format_bytes(HDFS_MAX_HEAP_PER_PARTITION)}.")
+            f"estimated heap per partition <= {format_bytes(HDFS_HEAP_PER_PARTITION)}.")
 
 
 @dataclass
@@ -51,17 +50,17 @@ class Recommendation:
 
 def recommend(rows: int, heap_bytes: float, payload_bytes: float, num_partitions: int,
               max_rows_on_hdfs: int | None = None,
-              max_heap_per_partition: int = HDFS_MAX_HEAP_PER_PARTITION,
-              max_payload_per_partition: int = ROCKSDB_MAX_PAYLOAD_PER_PARTITION,
+              max_heap_per_partition: int = HDFS_HEAP_PER_PARTITION,
+              max_payload_per_partition: int = ROCKSDB_PAYLOAD_PER_PARTITION,
               rocksdb_only: str | None = None) -> Recommendation:
     """Provider and partitions, with the thresholds that decided them in ``reason``.
 
-    RocksDB above the inspect runbook's row threshold (``store_scan.LARGE_STATE_ROWS``); otherwise
+    RocksDB above the inspect runbook's row threshold (``store_scan.HDFS_STATE_ROWS``); otherwise
     the HDFS-backed provider, with enough partitions to keep the estimated heap per partition under
     ``max_heap_per_partition``. For RocksDB, enough partitions to keep the row bytes per partition
     under ``max_payload_per_partition``.
     """
-    limit = LARGE_STATE_ROWS if max_rows_on_hdfs is None else max_rows_on_hdfs
+    limit = HDFS_STATE_ROWS if max_rows_on_hdfs is None else max_rows_on_hdfs
     if rocksdb_only:
         partitions = max(num_partitions, math.ceil(payload_bytes / max_payload_per_partition))
         return Recommendation("rocksdb", partitions,

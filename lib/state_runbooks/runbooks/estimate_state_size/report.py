@@ -7,18 +7,13 @@ import textwrap
 
 from state_runbooks.common.formatting import format_bytes
 from state_runbooks.core.operators import rocksdb_only
-from state_runbooks.core.store_scan import LARGE_STATE_ROWS
+from state_runbooks.core.state_limits import HDFS_HEAP_PER_PARTITION, HDFS_STATE_ROWS
 
 from .demo_comparison import ACCURACY_TARGET, Comparison
 from .measurement import StoreMeasurement, disk_totals, measured_totals
 from .napkin_estimate import Napkin
 from .projection import Projection
-from .recommendation import (
-    HDFS_MAX_HEAP_PER_PARTITION,
-    PROVIDER_NAMES,
-    recommend,
-    thresholds_line,
-)
+from .recommendation import PROVIDER_NAMES, recommend, thresholds_line
 
 
 def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch: bool) -> dict:
@@ -111,14 +106,14 @@ def summarize(summary, napkin_est: Napkin | None, measurements: list[StoreMeasur
         total = measured_totals(measurements)
         partitions = max(m.num_partitions for m in measurements)
         per_partition = total.heap_bytes / partitions
-        if total.rows > LARGE_STATE_ROWS or per_partition > HDFS_MAX_HEAP_PER_PARTITION:
+        if total.rows > HDFS_STATE_ROWS or per_partition > HDFS_HEAP_PER_PARTITION:
             summary.add_finding("warning", "hdfs_state_too_large",
                                 f"{total.rows:,} rows, about {format_bytes(total.heap_bytes)} of "
                                 f"heap ({format_bytes(per_partition)} per partition) on the "
                                 "HDFS-backed provider: plan RocksDB "
                                 "(runbooks/capacity-planning.md)")
-        elif projection and (projection.rows > LARGE_STATE_ROWS or projection.heap_bytes
-                             / partitions > HDFS_MAX_HEAP_PER_PARTITION):
+        elif projection and (projection.rows > HDFS_STATE_ROWS or projection.heap_bytes
+                             / partitions > HDFS_HEAP_PER_PARTITION):
             summary.add_finding("warning", "hdfs_state_growing",
                                 f"at {projection.growth_per_batch:,.0f} rows per batch the state "
                                 f"reaches {projection.rows:,} rows, about "

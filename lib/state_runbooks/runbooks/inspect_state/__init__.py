@@ -15,8 +15,8 @@ One module per concern:
 
 The names the notebook and its callers use are importable from here.
 """
+from state_runbooks.core.state_limits import HDFS_STATE_ROWS
 from state_runbooks.core.store_scan import (
-    LARGE_STATE_ROWS,
     MULTI_ROW_STORE_SUFFIX,
     SKEW_MIN_ROWS_PER_PARTITION,
     SKEW_WARNING_RATIO,
@@ -50,7 +50,7 @@ from .report import (
 )
 
 __all__ = [
-    "LARGE_STATE_ROWS", "MULTI_ROW_STORE_SUFFIX", "SKEW_MIN_ROWS_PER_PARTITION",
+    "HDFS_STATE_ROWS", "MULTI_ROW_STORE_SUFFIX", "SKEW_MIN_ROWS_PER_PARTITION",
     "SKEW_WARNING_RATIO", "StoreReport", "event_time_column", "inspect_store", "inspect_stores",
     "inspect_unit", "skew_ratio", "unreadable_report",
     "WATERMARK_RULES", "CheckItem", "checklist_lines", "production_checklist", "retention_check",

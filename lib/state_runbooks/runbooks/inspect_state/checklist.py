@@ -5,11 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from state_runbooks.common.formatting import format_utc
+from state_runbooks.common.spark_settings import CHANGELOG_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.growth import growth_verdicts
-from state_runbooks.core.state_loads import DAMAGE, LOAD_FAILURE_MEANING, load_failure_kind
+from state_runbooks.core.state_limits import HDFS_STATE_ROWS
+from state_runbooks.core.state_loads import (
+    DAMAGE,
+    LOAD_FAILURE_MEANING,
+    load_failure_kind,
+)
 from state_runbooks.core.store_scan import (
-    LARGE_STATE_ROWS,
     SKEW_MIN_ROWS_PER_PARTITION,
     SKEW_WARNING_RATIO,
     StoreReport,
@@ -53,15 +58,15 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
     if kind == "rocksdb":
         items.append(CheckItem("State store provider", "pass",
                                f"RocksDB pinned in offsets: {ckpt.provider_class}"))
-    elif total_rows > LARGE_STATE_ROWS:
+    elif total_rows > HDFS_STATE_ROWS:
         items.append(CheckItem("State store provider", "warn",
                                f"HDFS-backed provider keeps all {total_rows:,} rows in executor JVM "
-                               f"memory (> {LARGE_STATE_ROWS:,}): plan a switch to RocksDB "
+                               f"memory (> {HDFS_STATE_ROWS:,}): plan a switch to RocksDB "
                                "(runbooks/switch-to-rocksdb.md)"))
     else:
         items.append(CheckItem("State store provider", "pass",
                                f"HDFS-backed provider (Spark's default) with {total_rows:,} rows: "
-                               f"fine below {LARGE_STATE_ROWS:,}"))
+                               f"fine below {HDFS_STATE_ROWS:,}"))
 
     changelog = ckpt.changelog_checkpointing
     if changelog is None:
@@ -73,8 +78,8 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
     else:
         items.append(CheckItem("Changelog checkpointing", "info",
                                "RocksDB uploads a full snapshot (zip) every batch; to upload "
-                               "only each batch's changes, set spark.sql.streaming.stateStore."
-                               "rocksdb.changelogCheckpointing.enabled=true in the query's "
+                               f"only each batch's changes, set {CHANGELOG_CONF}=true in the "
+                               "query's "
                                "session and restart it: the checkpoint does not pin this flag, "
                                "so the same checkpoint switches at the next batch"))
 

@@ -3,7 +3,7 @@ per unit, units not read, hot keys, expiry; and the run summary."""
 from __future__ import annotations
 
 from state_runbooks.common.formatting import format_bytes, format_utc, id_ranges
-from state_runbooks.common.runtime import ENCODING_CONF
+from state_runbooks.common.spark_settings import ENCODING_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model, state_units
 from state_runbooks.core.state_files import files_seen

@@ -21,6 +21,15 @@ import re
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, spark_errors
+from state_runbooks.common.spark_settings import (
+    DRIVER_MEMORY_CONF,
+    EVENT_LOG_DIR_CONF,
+    EXECUTOR_INSTANCES_CONF,
+    EXECUTOR_MEMORY_CONF,
+    MASTER_CONF,
+    MEMORY_FRACTION_CONF,
+    PROVIDER_CONF,
+)
 from state_runbooks.core.fs import open_fs
 from state_runbooks.session.spark_session import is_connect
 
@@ -31,9 +40,9 @@ STARTED_EVENT = "org.apache.spark.sql.streaming.StreamingQueryListener$QueryStar
 _KEPT = ('"Event":"SparkListenerApplicationStart"', '"Event":"SparkListenerEnvironmentUpdate"',
          '"Event":"SparkListenerExecutorAdded"', '"Event":"org.apache.spark.sql.streaming.')
 # Spark properties kept for the verdicts (the environment event also lists the class path).
-KEPT_PROPERTIES = ("spark.master", "spark.executor.memory", "spark.driver.memory",
-                   "spark.executor.instances", "spark.memory.fraction",
-                   "spark.sql.streaming.stateStore.providerClass")
+KEPT_PROPERTIES = (MASTER_CONF, EXECUTOR_MEMORY_CONF, DRIVER_MEMORY_CONF,
+                   EXECUTOR_INSTANCES_CONF, MEMORY_FRACTION_CONF,
+                   PROVIDER_CONF)
 ROLLING_PREFIX = "eventlog_v2_"
 _EVENTS_FILE = re.compile(r"^events_(\d+)_(.+?)(\.[a-z0-9]+)?$")
 
@@ -158,7 +167,7 @@ def find_applications(spark, path: str) -> list[Application]:
     """The applications whose event logs are at ``path``, newest first."""
     if not path:
         raise RunbookError("event_log_path is empty: give an event log file, an eventlog_v2_* "
-                           "folder or a spark.eventLog.dir folder")
+                           f"folder or a {EVENT_LOG_DIR_CONF} folder")
     listing = _Listing(spark, path)
     exists, is_dir = listing.entry(listing.path)
     if not exists:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import EXECUTOR_INSTANCES_CONF, MASTER_CONF
 from state_runbooks.demos.event_logs import DemoLog, write_demo_event_log
 from state_runbooks.running.start import RunContext, start_runbook
 from state_runbooks.session.spark_session import is_connect
@@ -84,10 +85,10 @@ def _session_facts(spark) -> dict:
             value = None
         if value:
             facts[key] = value
-    if str(facts.get("spark.master", "")).startswith("local"):
+    if str(facts.get(MASTER_CONF, "")).startswith("local"):
         facts["executors"] = 1
-    elif facts.get("spark.executor.instances"):
-        facts["executors"] = int(facts["spark.executor.instances"])
+    elif facts.get(EXECUTOR_INSTANCES_CONF):
+        facts["executors"] = int(facts[EXECUTOR_INSTANCES_CONF])
     return facts
 
 

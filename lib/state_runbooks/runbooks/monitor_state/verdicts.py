@@ -13,12 +13,17 @@ import numpy as np
 import pandas as pd
 
 from state_runbooks.common.formatting import format_bytes
+from state_runbooks.common.spark_settings import (
+    DRIVER_MEMORY_CONF,
+    EXECUTOR_MEMORY_CONF,
+    MASTER_CONF,
+)
 from state_runbooks.core.growth import is_rising, least_squares_slope
+from state_runbooks.core.state_limits import RESERVED_HEAP_BYTES, STATE_HEAP_SHARE
 
 from .history import History
 
 MIN_TREND_BATCHES = 4  # fewer points cannot tell growth from the fill-up of a young query
-RESERVED_HEAP_BYTES = 300 * 1024 ** 2  # Spark's reserved system memory, outside every pool
 
 
 @dataclass(frozen=True)
@@ -34,8 +39,8 @@ class Thresholds:
     # changelog checkpointing is worth a look.
     commit_share_warning: float = 0.5
     # The HDFS-backed provider keeps state on the executor heap, in the part Spark leaves to user
-    # objects: 1 - spark.memory.fraction (0.4 by default) of the heap above 300 MB.
-    memory_share_warning: float = 0.4
+    # objects (core/state_limits.py).
+    memory_share_warning: float = STATE_HEAP_SHARE
     # Batches whose processing rate is below their input rate; more than half of them means the
     # backlog grows more often than it shrinks.
     falling_behind_share: float = 0.5
@@ -68,8 +73,8 @@ def parse_memory(text: str | None) -> int | None:
 
 def executor_heap(facts: dict) -> tuple[int | None, str]:
     """Heap of one executor and where that figure comes from."""
-    master = facts.get("spark.master", "")
-    key = "spark.driver.memory" if master.startswith("local") else "spark.executor.memory"
+    master = facts.get(MASTER_CONF, "")
+    key = DRIVER_MEMORY_CONF if master.startswith("local") else EXECUTOR_MEMORY_CONF
     if key in facts:
         return parse_memory(facts[key]), f"{key}={facts[key]}"
     if master:

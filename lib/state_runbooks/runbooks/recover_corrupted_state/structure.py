@@ -15,10 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
 from state_runbooks.core.checkpoint import DEFAULT_STORE, Checkpoint, StateFile
 from state_runbooks.core.fs import FileEntry
 from state_runbooks.core.fs.base import is_checksum_file, sidecar_of
-from state_runbooks.core.operators import SHUFFLE_PARTITIONS_CONF, state_partitions
+from state_runbooks.core.operators import state_partitions
 from state_runbooks.core.state_files import (  # noqa: F401
     INCREMENTAL_KINDS,
     INCREMENTAL_KINDS_SUFFIXES,

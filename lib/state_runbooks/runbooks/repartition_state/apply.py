@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, first_line
+from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_reader import format_conf
 from state_runbooks.safety import safekeeping
@@ -106,13 +107,13 @@ def _verify(ckpt: Checkpoint, inventory: dict, last_before: int, before: list[Un
 def _verify_rows(ckpt: Checkpoint, last_before: int, before: list[UnitScan], n1: int,
                  out: Repartitioned, listing, lines: list[str]) -> bool:
     last, newest = ckpt.last_committed_batch_id, ckpt.offset_batch_ids[-1]
-    pinned = ckpt.offsets(newest).conf.get("spark.sql.shuffle.partitions")
+    pinned = ckpt.offsets(newest).conf.get(SHUFFLE_PARTITIONS_CONF)
     new_batch = last == last_before + 1 and newest == last
     lines.append(f"{'verified' if new_batch else 'NOT verified'}: Spark committed batch {last} "
                  f"(the last batch before was {last_before})")
     count_ok = pinned == str(n1)
     lines.append(f"{'verified' if count_ok else 'NOT verified'}: the newest offsets entry pins "
-                 f"spark.sql.shuffle.partitions={pinned} (asked: {n1})")
+                 f"{SHUFFLE_PARTITIONS_CONF}={pinned} (asked: {n1})")
     out.after = scan_state(ckpt, last, n1, committed_now=True) if new_batch and count_ok else []
     changed = listing.result()
     lines.append("verified: no file that was there before changed (Spark only added files)"

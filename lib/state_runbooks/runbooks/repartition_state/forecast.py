@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from state_runbooks.common.errors import spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import state_units
-from state_runbooks.core.row_checksums import RowsChecksum, add, hash_columns, of_row, sums
+from state_runbooks.core.row_checksums import (
+    RowsChecksum,
+    add,
+    hash_columns,
+    of_row,
+    sums,
+)
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 from state_runbooks.safety.change import last_committed, read_for_plan
 

@@ -3,6 +3,7 @@ this Spark cannot repartition, and the run summary's keys and findings.
 """
 from __future__ import annotations
 
+from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.safety.change import new_checkpoint_lines, summarize_change
 from state_runbooks.safety.safekeeping import Outcome
@@ -11,6 +12,7 @@ from .apply import REPARTITION, Repartitioned
 from .checks import Checks
 from .demo import RestartCompared
 from .forecast import UnitScan
+
 
 def _counts(counts: list[int], limit: int = 16) -> str:
     shown = ", ".join(map(str, counts[:limit]))
@@ -60,7 +62,7 @@ def alternatives_lines(ckpt: Checkpoint, checks: Checks) -> list[str]:
              "reaches the checkpoint (spark_master local[N], spark://..., yarn; on Databricks a "
              "cluster in dedicated access mode): the state is rewritten and the query continues "
              "on it."]
-            + new_checkpoint_lines(ckpt, "(b)", f"with spark.sql.shuffle.partitions="
+            + new_checkpoint_lines(ckpt, "(b)", f"with {SHUFFLE_PARTITIONS_CONF}="
                                                 f"{checks.num_partitions_after}")
             + ["(c) keep the count: 03 Inspect state shows whether the state is skewed at all, "
                "and 06 Monitor state whether it keeps growing."])

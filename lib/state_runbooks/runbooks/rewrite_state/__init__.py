@@ -30,7 +30,13 @@ from .checks import (
 )
 from .demo import build_dedup_demo, dedup_query, operator_provider, state_comparison
 from .plan import Plan, StorePlan, plan_rewrite, plan_unless_active
-from .report import alternatives_lines, pinned_lines, plan_lines, summarize, what_this_showed
+from .report import (
+    alternatives_lines,
+    pinned_lines,
+    plan_lines,
+    summarize,
+    what_this_showed,
+)
 from .rewriter import (
     VERIFIED_CONSTRUCTOR,
     VERIFIED_SPARK,

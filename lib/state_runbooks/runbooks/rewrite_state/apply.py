@@ -132,7 +132,7 @@ def rewrite(ckpt: Checkpoint, target_provider: str = "", drop_keys_where: str = 
         plan, checks = plan_unless_active(ckpt, checks, drop_keys_where, allow_empty_state)
     out = Rewritten("rewrite", dry_run, provider_before=checks.provider_before,
                     provider_after=checks.provider_after, output_path=checks.output_path or None)
-    if plan is not None and plan.nothing_to_do(checks):
+    if plan is not None and checks.refusal() is None and plan.nothing_to_do(checks):
         out.lines.append(f"nothing to do: drop_keys_where={plan.drop_keys_where!r} matches no "
                          "key, and nothing else is asked; nothing was changed (no new batch, no "
                          "backup)")

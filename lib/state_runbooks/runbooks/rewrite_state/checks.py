@@ -7,12 +7,17 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from state_runbooks.common.errors import RunbookError
-from state_runbooks.common.runtime import PROVIDER_CONF, provider_classes, provider_kind
+from state_runbooks.common.runtime import provider_classes, provider_kind
+from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
 from state_runbooks.safety import requirements as shared
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
-from state_runbooks.safety.requirements import Requirement, RequirementList, version_tuple
+from state_runbooks.safety.requirements import (
+    Requirement,
+    RequirementList,
+    version_tuple,
+)
 
 from .encoding import unsupported_types
 from .rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence

@@ -13,7 +13,7 @@ import json
 import re
 import uuid
 
-from state_runbooks.common.runtime import PROVIDER_CONF
+from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
 

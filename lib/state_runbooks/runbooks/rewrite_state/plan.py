@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from state_runbooks.common.errors import RunbookError, spark_error_text, spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import StateUnit, operator_model, state_units
-from state_runbooks.core.row_checksums import H1, H2, RowsChecksum, hash_columns, of_row, sums
+from state_runbooks.core.row_checksums import (
+    H1,
+    H2,
+    RowsChecksum,
+    hash_columns,
+    of_row,
+    sums,
+)
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 from state_runbooks.safety.change import last_committed, read_for_plan
 from state_runbooks.safety.requirements import Requirement

@@ -3,7 +3,13 @@ Spark cannot rewrite, and the run summary's keys and findings.
 """
 from __future__ import annotations
 
-from state_runbooks.common.runtime import ENCODING_CONF
+from state_runbooks.common.spark_settings import (
+    COMPRESSION_CODEC_CONF,
+    ENCODING_CONF,
+    PROVIDER_CONF,
+    ROCKSDB_FORMAT_CONF,
+    SHUFFLE_PARTITIONS_CONF,
+)
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model
 from state_runbooks.demos.continuation import Continued
@@ -15,10 +21,10 @@ from .checks import Checks
 from .demo import operator_provider
 from .plan import Plan
 
-_PINNED = (("spark.sql.streaming.stateStore.providerClass", "provider"),
-           ("spark.sql.shuffle.partitions", "state partitions"),
-           ("spark.sql.streaming.stateStore.compression.codec", "compression"),
-           ("spark.sql.streaming.stateStore.rocksdb.formatVersion", "RocksDB format"),
+_PINNED = ((PROVIDER_CONF, "provider"),
+           (SHUFFLE_PARTITIONS_CONF, "state partitions"),
+           (COMPRESSION_CODEC_CONF, "compression"),
+           (ROCKSDB_FORMAT_CONF, "RocksDB format"),
            (ENCODING_CONF, "row encoding"))
 
 
@@ -72,7 +78,7 @@ def alternatives_lines(ckpt: Checkpoint, checks: Checks) -> list[str]:
              "(a) run this runbook from a classic session (local[N], spark://..., yarn; on "
              "Databricks a cluster in dedicated access mode) with a Spark it is verified on."]
             + new_checkpoint_lines(ckpt, "(b) drain and switch:", "with the new provider "
-                                   "(spark.sql.streaming.stateStore.providerClass)")
+                                   f"({PROVIDER_CONF})")
             + ["(c) keep the state: 03 Inspect state shows what it holds and 06 Monitor state "
                "whether it keeps growing."])
 

@@ -19,7 +19,15 @@ from state_runbooks.core.operators import operator_model, state_units
 from state_runbooks.core.state_reader import read_unit
 
 from .encoding import arrow_encoder
-from .plan import BROADCAST_KEYS, PK, Plan, canonical, key_width_cut, partition_key, without_dropped
+from .plan import (
+    BROADCAST_KEYS,
+    PK,
+    Plan,
+    canonical,
+    key_width_cut,
+    partition_key,
+    without_dropped,
+)
 
 
 def make_transform(ckpt: Checkpoint, plan: Plan, source_kind: str):

@@ -8,6 +8,7 @@ state_diff`, the one comparison every runbook uses).
 """
 from __future__ import annotations
 
+from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_diff import UnitDiff, diff_frames
@@ -43,7 +44,7 @@ def verification_lines(target: Checkpoint, plan: Plan, provider_class: str,
     lines.append(f"{'verified' if committed else 'NOT verified'}: batch {last} committed "
                  f"(expected {plan.new_batch_id}, the last batch before was {plan.batch_id})")
     conf = target.offsets(newest).conf
-    pinned = conf.get("spark.sql.streaming.stateStore.providerClass")
+    pinned = conf.get(PROVIDER_CONF)
     provider_ok = pinned == provider_class
     lines.append(f"{'verified' if provider_ok else 'NOT verified'}: the newest offsets entry "
                  f"(offsets/{newest}) pins {pinned_kind(conf)} ({pinned})")

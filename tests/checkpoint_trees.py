@@ -1,6 +1,7 @@
 """Checkpoint trees as the tests see them on the local disk: every file's SHA-256 (to prove a
 change was undone byte for byte), an age (to make a stopped query look stopped), and the state
-of a run that was never broken (to compare a repaired one with)."""
+of a run that was never broken (to compare a repaired one with), and every store's rows as
+Spark's own reader reads them."""
 from __future__ import annotations
 
 import hashlib
@@ -46,3 +47,18 @@ def state_differences(spark, ckpt, batch: int, reference: str) -> list[str]:
 
     diffs = diff_checkpoints(ckpt, Checkpoint(spark, reference), batch, batch, WITH_PARTITION)
     return [d.line("in the reference", f"at batch {batch}") for d in diffs if not d.equal]
+
+
+def reader_rows(spark, path: str, columns=("key", "value")) -> dict:
+    """Every store's rows (``columns``) at the last committed batch, sorted: read with Spark's
+    reader here, not with the library."""
+    from state_runbooks.core.checkpoint import Checkpoint
+    ckpt = Checkpoint(spark, path)
+    out = {}
+    for op in ckpt.operators():
+        for store in ckpt.stores(op.operator_id):
+            df = (spark.read.format("statestore").option("operatorId", op.operator_id)
+                  .option("storeName", store.store_name).load(ckpt.root))
+            out[f"{op.operator_id}/{store.store_name}"] = sorted(
+                map(repr, df.select(*columns).collect()))
+    return out

@@ -35,13 +35,13 @@ def _jvm_options(args: list[str]) -> str:
 # first, so that the two workers end together; the others follow in their usual order. (pytest-xdist
 # would otherwise start the files with the most tests first, whatever their length.)
 LONGEST_FIRST = [
-    "tests/spark/test_join_diagnosis.py", "tests/spark/test_sizing.py",
-    "tests/spark/test_recovery.py", "tests/spark/test_inspection.py",
+    "tests/spark/test_diagnose_join_mismatch.py", "tests/spark/test_estimate_state_size.py",
+    "tests/spark/test_recover_corrupted_state.py", "tests/spark/test_inspect_state.py",
     "tests/spark/test_rewrite_state.py", "tests/spark/test_checkpoint_corpus.py",
     "tests/notebooks/test_notebooks_on_servers.py", "notebooks/02_estimate_state_size.ipynb",
     "notebooks/03_inspect_state.ipynb", "tests/spark/test_check_query_change.py",
-    "tests/spark/test_log_damage.py", "tests/spark/test_repartition.py",
-    "tests/spark/test_monitoring.py", "notebooks/06_monitor_state.ipynb",
+    "tests/spark/test_recover_corrupted_state_log_damage.py", "tests/spark/test_repartition_state.py",
+    "tests/spark/test_monitor_state.py", "notebooks/06_monitor_state.ipynb",
     "notebooks/09_rewrite_state.ipynb", "tests/notebooks/test_notebooks.py",
     "tests/spark/test_live_query.py", "tests/spark/test_enable_rocksdb.py",
     "tests/spark/test_installed_package.py",
@@ -173,8 +173,6 @@ def standalone_cluster(tmp_path_factory):
 
 
 # -- one small checkpoint per operator shape, shared by the tests of every runbook -----------------
-
-
 @pytest.fixture(scope="session")
 def shape_demo(demo_factory):
     """``shape_demo(workload)`` -> DemoRun: a tiny checkpoint (3 batches of 10 rows, 2 partitions)

@@ -14,8 +14,6 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import tree_checksums
 from state_runbooks.runbooks import check_query_change as qc
-from state_runbooks.runbooks.check_query_change import schemas
-from state_runbooks.runbooks.check_query_change.pinned_settings import pinned_settings
 from state_runbooks.runbooks.check_query_change.plan_text import explain_text, plan_facts
 from state_runbooks.runbooks.check_query_change.rehearsal import plan_copy
 
@@ -382,34 +380,6 @@ def test_plan_facts_name_sources_watermarks_and_operators_in_spark_order(spark):
     assert facts.operators == ["stateStoreSave", "dedupe"]  # operator 0 is nearest the sink
     assert facts.sources == ["rate-micro-batch"]
     assert facts.watermarks == [("event_time", "5 seconds")]
-
-
-# -- Spark's rule, mirrored ----------------------------------------------------------------------
-def _struct(*fields):
-    return {"type": "struct", "fields": [{"name": n, "type": t, "nullable": nullable,
-                                          "metadata": {}} for n, t, nullable in fields]}
-
-
-def test_schema_rule_ignores_names_and_allows_a_field_to_become_non_nullable():
-    stored = _struct(("a", "string", True), ("b", "long", True))
-    assert schemas.compatible(_struct(("x", "string", True), ("y", "long", False)), stored)
-    assert not schemas.compatible(_struct(("a", "string", True), ("b", "integer", True)), stored)
-    assert not schemas.compatible(_struct(("a", "string", True)), stored)
-    strict = _struct(("a", "string", False))
-    assert not schemas.compatible(_struct(("a", "string", True)), strict)
-    assert schemas.difference(_struct(("a", "string", True), ("b", "long", True),
-                                      ("c", "double", True)), stored) == \
-        "2 -> 3 fields (added c)"
-
-
-def test_pinned_settings_name_what_the_job_sets_and_older_checkpoints_default():
-    rows = pinned_settings({"spark.sql.shuffle.partitions": "2"},
-                           {"spark.sql.shuffle.partitions": "8",
-                            "spark.sql.streaming.stateStore.encodingFormat": "avro"},
-                           {"spark.sql.shuffle.partitions": "4"})
-    assert [(r.key, r.pinned, r.job_value, r.ignored, r.from_default) for r in rows] == [
-        ("spark.sql.shuffle.partitions", "2", "8", True, False),
-        ("spark.sql.streaming.stateStore.encodingFormat", "unsaferow", "avro", True, True)]
 
 
 # -- transformWithStateInPandas: the encoding decides which value changes Spark accepts ----------

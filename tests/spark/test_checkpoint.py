@@ -4,6 +4,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from messages import one_line
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
@@ -128,22 +129,16 @@ def test_operator_metadata_v2_and_its_properties(spark, shape_demo):
 
 
 # -- bad input: one line, saying what is valid ----------------------------------------------------
-def _one_line_error(excinfo) -> str:
-    message = str(excinfo.value)
-    assert "\n" not in message and len(message) < 400, message
-    return message
-
-
 def test_path_that_does_not_exist(spark, tmp_path):
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, str(tmp_path / "nope"))
-    assert "does not exist" in _one_line_error(excinfo)
+    assert "does not exist" in one_line(excinfo)
 
 
 def test_empty_path(spark):
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, "  ")
-    assert "checkpoint_path is empty" in _one_line_error(excinfo)
+    assert "checkpoint_path is empty" in one_line(excinfo)
 
 
 @pytest.mark.parametrize("below", ["state", "state/0", "offsets", "commits"])
@@ -151,7 +146,7 @@ def test_path_below_the_root_names_the_root(spark, demo_factory, below):
     root = demo_factory("dedup").checkpoint_path
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, f"{root}/{below}")
-    message = _one_line_error(excinfo)
+    message = one_line(excinfo)
     assert "pass the checkpoint root" in message and message.endswith(root.rstrip("/"))
 
 
@@ -159,14 +154,14 @@ def test_folder_that_is_not_a_checkpoint(spark, tmp_path):
     (tmp_path / "something").write_text("x")
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, str(tmp_path))
-    assert "is not a streaming checkpoint" in _one_line_error(excinfo)
+    assert "is not a streaming checkpoint" in one_line(excinfo)
 
 
 def test_file_instead_of_folder(spark, tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, str(tmp_path / "file"))
-    assert "is a file" in _one_line_error(excinfo)
+    assert "is a file" in one_line(excinfo)
 
 
 def test_checkpoint_without_state(spark, tmp_path):
@@ -177,7 +172,7 @@ def test_checkpoint_without_state(spark, tmp_path):
     query.awaitTermination()
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, path)
-    assert "has no stateful operator" in _one_line_error(excinfo)
+    assert "has no stateful operator" in one_line(excinfo)
     assert Checkpoint(spark, path, require_state=False).last_committed_batch_id == 0
 
 
@@ -185,14 +180,14 @@ def test_unknown_operator_lists_the_valid_ones(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("two_operators").checkpoint_path)
     with pytest.raises(RunbookError) as excinfo:
         ckpt.operator(7)
-    assert "operators: 0 (stateStoreSave), 1 (dedupe)" in _one_line_error(excinfo)
+    assert "operators: 0 (stateStoreSave), 1 (dedupe)" in one_line(excinfo)
 
 
 def test_unknown_store_lists_the_valid_ones(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("join").checkpoint_path)
     with pytest.raises(RunbookError) as excinfo:
         ckpt.store(0, "left")
-    assert "its stores: left-keyToNumValues, left-keyWithIndexToValue" in _one_line_error(excinfo)
+    assert "its stores: left-keyToNumValues, left-keyWithIndexToValue" in one_line(excinfo)
 
 
 def test_batch_out_of_range_gives_the_range(spark, demo_factory):
@@ -201,13 +196,13 @@ def test_batch_out_of_range_gives_the_range(spark, demo_factory):
     assert ckpt.resolve_batch(2) == 2
     with pytest.raises(RunbookError) as excinfo:
         ckpt.resolve_batch(9)
-    assert "outside the retained range 0..3" in _one_line_error(excinfo)
+    assert "outside the retained range 0..3" in one_line(excinfo)
 
 
 def test_unknown_scheme(spark):
     with pytest.raises(RunbookError) as excinfo:
         Checkpoint(spark, "nosuchfs://bucket/checkpoint")
-    assert "no Hadoop file system for scheme 'nosuchfs'" in _one_line_error(excinfo)
+    assert "no Hadoop file system for scheme 'nosuchfs'" in one_line(excinfo)
 
 
 def test_changelog_flag_follows_the_newest_version(spark, demo_factory, copy_checkpoint):

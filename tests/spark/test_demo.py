@@ -1,11 +1,8 @@
 """Demo checkpoints: exactly N batches, deterministic, continuable, with clear errors."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
 import tiers
@@ -16,10 +13,7 @@ from state_runbooks.core.fs import tree_checksums
 from state_runbooks.core.state_diff import WITH_PARTITION, all_equal, diff_checkpoints
 from state_runbooks.core.state_reader import read_state
 from state_runbooks.demos.checkpoints import (
-    DEMO_FOLDER_MARKER,
-    DEMO_FOLDER_PREFIX,
     build_demo_checkpoint,
-    remove_orphaned_demo_folders,
     run_demo_batches,
 )
 
@@ -78,36 +72,6 @@ def test_shape_workloads_write_state_that_spark_describes(spark, shape_demo, wor
     assert {r.maxBatchId for r in rows} == {2}
     assert [p["batchId"] for p in run.progress] == [0, 1, 2]
     assert run.last_state_operators[0]["numRowsTotal"] > 0
-
-
-# -- demo folders: removed with the process that made them, never anything else ---------------------
-def _demo_folder(parent, name, pid=None):
-    folder = parent / name
-    folder.mkdir()
-    if pid is not None:
-        (folder / DEMO_FOLDER_MARKER).write_text(f"{pid}\n")
-    return folder
-
-
-def test_orphaned_demo_folders_are_removed_and_nothing_else(tmp_path):
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                           capture_output=True, text=True, check=True)
-    dead_pid = int(ended.stdout)
-    orphan = _demo_folder(tmp_path, f"{DEMO_FOLDER_PREFIX}orphan", dead_pid)
-    in_use = _demo_folder(tmp_path, f"{DEMO_FOLDER_PREFIX}in-use", os.getpid())
-    unmarked = _demo_folder(tmp_path, f"{DEMO_FOLDER_PREFIX}unmarked")
-    other = _demo_folder(tmp_path, "someone-elses", dead_pid)
-    assert remove_orphaned_demo_folders(str(tmp_path)) == [str(orphan)]
-    assert not orphan.exists() and in_use.exists() and unmarked.exists() and other.exists()
-
-
-def test_a_demo_folder_goes_when_its_process_exits(tmp_path):
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    made = subprocess.run([sys.executable, "-c", "from state_runbooks.demos.checkpoints import new_demo_path; "
-                           "print(new_demo_path('dedup'))"],
-                          capture_output=True, text=True, check=True, env=env).stdout.strip()
-    assert made.startswith(str(tmp_path / DEMO_FOLDER_PREFIX)) and made.endswith("/dedup")
-    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("workload, provider", [  # make test: the HDFS-backed provider

@@ -8,6 +8,7 @@ import nbformat
 import papermill
 import pytest
 import tiers
+from messages import one_line
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.runtime import (
@@ -18,16 +19,9 @@ from state_runbooks.common.runtime import (
 from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import enable_rocksdb as er
-from state_runbooks.runbooks.enable_rocksdb import benchmark as er_benchmark
 from state_runbooks.running.results import Summary
 
 DATABRICKS_ENV = {"DATABRICKS_RUNTIME_VERSION": "15.4"}
-
-
-def one_line(excinfo) -> str:
-    message = str(excinfo.value)
-    assert "\n" not in message and len(message) < 400, message
-    return message
 
 
 # -- class resolution and checks ------------------------------------------------------------------
@@ -79,13 +73,6 @@ def test_bad_parameters_get_one_line(spark, kwargs, message):
     with pytest.raises(RunbookError) as excinfo:
         er.plan(spark, **kwargs)
     assert message in one_line(excinfo)
-
-
-@pytest.mark.parametrize("rows", [-1, 10, 999, True])
-def test_bad_benchmark_rows(rows):
-    with pytest.raises(RunbookError) as excinfo:
-        er.check_benchmark_rows(rows)
-    assert "use 0 to skip the measurement" in one_line(excinfo)
 
 
 def test_confs_snippets_and_apply(spark):
@@ -227,14 +214,6 @@ def test_rocksdb_is_verified_and_the_changelog_flag_follows_the_session(spark, t
     assert report.changelog_newest_version is (not changelog)
 
 
-def test_verification_fails_on_hdfs():
-    v = er.Verification("x", OSS_HDFS_PROVIDER, {1: ["delta"]}, 0, {}, 100, (None, None))
-    assert not v.rocksdb_in_use
-    summary = Summary("enable_rocksdb", "x", "4")
-    er.summarize(summary, er.RocksDBPlan("oss", OSS_ROCKSDB_PROVIDER, True, 0, {}), {}, None, v)
-    assert summary.status == "critical"
-
-
 def test_side_by_side_measurement(spark, tmp_path):
     rocksdb_plan = er.plan(spark, "oss")
     measurements = er.measure_providers(spark, str(tmp_path), 1_000, rocksdb_plan, batches=2)
@@ -300,13 +279,6 @@ def test_over_connect_rocksdb_is_proven_from_files_and_metrics(on_connect, tmp_p
         assert er.heap_used_after_gc(connect) is None and not er.unload_state_stores(connect)
         flip = er.demonstrate_changelog_flip(connect, v.checkpoint_path, rocksdb_plan)
         assert flip.new_versions == {2: ["zip"]}
-
-
-def test_compare_calls_small_differences_noise():
-    assert er_benchmark._compare(100, 110) == "about the same"
-    assert er_benchmark._compare(300, 100) == "3.0x more"
-    assert er_benchmark._compare(100, 400) == "4.0x less"
-    assert er_benchmark._compare(None, 100) == "not comparable"
 
 
 # -- papermill runs with parameters ---------------------------------------------------------------

@@ -25,12 +25,6 @@ def test_java_exception_is_translated(spark):
     assert "\n" not in str(excinfo.value)
 
 
-def test_python_errors_pass_through():
-    with pytest.raises(KeyError):
-        with spark_errors("anything"):
-            raise KeyError("not Spark's")
-
-
 def test_the_spark_error_behind_a_runbook_error_reads_one_way(spark):
     """The first line without the action, the whole text, and the innermost ``[CLASS] message``
     under a query's ``STREAM_FAILED``: from a real Spark error, and from a wrapped text."""

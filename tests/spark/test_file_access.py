@@ -13,7 +13,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.fs.connect import ConnectFS
 from state_runbooks.core.fs.hadoop import HadoopFS
-from state_runbooks.running.results import Summary, is_uri, write_summary
+from state_runbooks.running.results import Summary, write_summary
 
 PROVIDERS = ("hdfs", "rocksdb", "rocksdb_changelog")
 
@@ -90,13 +90,6 @@ def test_bad_paths_over_connect_get_the_classic_messages(on_connect, demo_factor
             Checkpoint(connect_spark, root + "/missing")
         with pytest.raises(RunbookError, match="pass the checkpoint root instead"):
             Checkpoint(connect_spark, root + "/state")
-
-
-@pytest.mark.parametrize("path,uri", [("s3a://b/x.json", True), ("dbfs:/x.json", True),
-                                      ("file:/x.json", True), ("/Volumes/c/s/v/x.json", False),
-                                      ("out/x.json", False), ("C:\\out\\x.json", False)])
-def test_summary_paths_are_told_apart(path, uri):
-    assert is_uri(path) is uri
 
 
 def test_a_dbfs_summary_goes_to_that_file_system_not_a_local_folder(spark, tmp_path, monkeypatch):

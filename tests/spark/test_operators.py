@@ -114,9 +114,3 @@ def test_checkpoint_without_operator_metadata_falls_back_to_folders(spark, demo_
     assert {u.store_name for u in operators.state_units(ckpt)} == set(operators.JOIN_STORES)
 
 
-@pytest.mark.parametrize("name,family", [
-    ("stateStoreSave", "aggregation"), ("dedupe", "dedup"),
-    ("flatMapGroupsWithState", "group_state"),
-    ("transformWithStateExec", "transform_with_state"), ("somethingNew", "unknown")])
-def test_families_of_operator_names(name, family):
-    assert operators.describe(name) == family

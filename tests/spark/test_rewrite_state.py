@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import tiers
-from checkpoint_trees import age, tree_sha
+from checkpoint_trees import age, reader_rows, tree_sha
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
@@ -27,6 +27,7 @@ from state_runbooks.running.results import Summary
 from state_runbooks.session.spark_session import session_conf
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+WITH_PARTITION = ("key", "value", "partition_id")  # Spark's reader: the rows and where they are
 
 
 def stopped_copy(path: str, target: Path) -> str:
@@ -35,18 +36,6 @@ def stopped_copy(path: str, target: Path) -> str:
     return str(target)
 
 
-def key_value_rows(spark, path: str) -> dict:
-    """Every store's (key, value, partition) rows at the last committed batch, sorted: read with
-    Spark's reader here, not with the library."""
-    ckpt = Checkpoint(spark, path)
-    out = {}
-    for op in ckpt.operators():
-        for store in ckpt.stores(op.operator_id):
-            df = (spark.read.format("statestore").option("operatorId", op.operator_id)
-                  .option("storeName", store.store_name).load(ckpt.root))
-            out[f"{op.operator_id}/{store.store_name}"] = sorted(
-                map(repr, df.select("key", "value", "partition_id").collect()))
-    return out
 
 
 def pinned_provider(path: str) -> str:
@@ -110,7 +99,7 @@ def test_an_hdfs_aggregation_moves_to_rocksdb_at_a_new_location_and_continues_as
     reference = stopped_copy(path, tmp_path / "never-rewritten")
     output = str(tmp_path / "on-rocksdb")
     original = tree_sha(path)
-    rows_before = key_value_rows(spark, path)
+    rows_before = reader_rows(spark, path, WITH_PARTITION)
     ckpt = Checkpoint(spark, path)
 
     checks = rs.check_requirements(ckpt, "rocksdb", "", output)
@@ -124,7 +113,7 @@ def test_an_hdfs_aggregation_moves_to_rocksdb_at_a_new_location_and_continues_as
     assert done.backup_dir is None and done.journal_path is None
     assert tree_sha(path) == original  # the original only read
     assert pinned_provider(output) == ROCKSDB and pinned_provider(path) != ROCKSDB
-    assert key_value_rows(spark, output) == rows_before  # Spark's reader, every row
+    assert reader_rows(spark, output, WITH_PARTITION) == rows_before  # Spark's reader, every row
     assert any(f.endswith(".zip") for f in os.listdir(f"{output}/state/0/0"))
 
     # The query continues there exactly as on a copy never rewritten, on RocksDB.
@@ -134,7 +123,8 @@ def test_an_hdfs_aggregation_moves_to_rocksdb_at_a_new_location_and_continues_as
     assert there.output == here.output and len(there.output) >= 10
     assert rs.operator_provider(there.progress[-1]) == "rocksdb"
     assert rs.operator_provider(here.progress[-1]) == "hdfs"
-    assert key_value_rows(spark, output) == key_value_rows(spark, reference)
+    assert (reader_rows(spark, output, WITH_PARTITION)
+            == reader_rows(spark, reference, WITH_PARTITION))
 
     summary = Summary("rewrite_state", path, spark.version)
     rs.summarize(summary, checks, done, plan)
@@ -158,7 +148,7 @@ def test_a_deduplication_loses_exactly_the_dropped_keys_in_place_which_come_thro
     path = stopped_copy(dedup_demo, tmp_path / "dedup")
     reference = stopped_copy(path, tmp_path / "never-rewritten")
     original = tree_sha(path)
-    before = key_value_rows(spark, path)["0/default"]
+    before = reader_rows(spark, path, WITH_PARTITION)["0/default"]
     ckpt = Checkpoint(spark, path)
 
     backup = tmp_path / "backup"
@@ -167,7 +157,7 @@ def test_a_deduplication_loses_exactly_the_dropped_keys_in_place_which_come_thro
     journal = json.loads((backup / "journal.json").read_text())
     assert journal["status"] == "applied" and journal["drop_keys_where"] == "key.id < 10"
     assert {m["path"] for m in journal["manifest"]} == set(original)
-    after = key_value_rows(spark, path)["0/default"]
+    after = reader_rows(spark, path, WITH_PARTITION)["0/default"]
     assert sorted(after) == sorted(r for r in before if "id=" not in r or
                                    int(r.split("id=")[1].split(")")[0]) >= 10)
     assert len(before) - len(after) == 10
@@ -227,16 +217,17 @@ def test_an_hdfs_operator_moves_to_rocksdb_and_continues_as_before(spark, shape_
     path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
     reference = stopped_copy(path, tmp_path / "never-rewritten")
     output = str(tmp_path / "on-rocksdb")
-    rows_before = key_value_rows(spark, path)
+    rows_before = reader_rows(spark, path, WITH_PARTITION)
     done = rs.rewrite(Checkpoint(spark, path), "rocksdb", "", output, dry_run=False)
     assert done.verified and done.rows_ok, done.lines
-    assert key_value_rows(spark, output) == rows_before
+    assert reader_rows(spark, output, WITH_PARTITION) == rows_before
     assert len(rows_before) == (4 if workload == "join" else 1)
     df = demo_query(spark, workload, run.rows_per_batch)
     there = rs.continue_query(spark, df, output, batches=2)
     here = rs.continue_query(spark, df, reference, batches=2)
     assert there.output == here.output
-    assert key_value_rows(spark, output) == key_value_rows(spark, reference)
+    assert (reader_rows(spark, output, WITH_PARTITION)
+            == reader_rows(spark, reference, WITH_PARTITION))
 
 
 @pytest.mark.slow
@@ -252,7 +243,7 @@ def test_a_join_loses_a_key_on_all_four_stores(spark, demo_factory, tmp_path):
     done = rs.rewrite(ckpt, "", "key.field0 = 'ord-27'", dry_run=False, plan=plan,
                       backup_dir=str(tmp_path / "b"))
     assert done.verified and done.rows_ok, done.lines
-    rows = key_value_rows(spark, path)
+    rows = reader_rows(spark, path, WITH_PARTITION)
     assert not any("ord-27'" in r for store in rows.values() for r in store)
     with session_conf(spark, {"spark.sql.streaming.join.stateFormatVersion": "2"}):
         rs.continue_query(spark, demo_query(spark, "join", 10), path)
@@ -359,7 +350,7 @@ def test_a_drop_that_would_empty_a_store_or_matches_nothing(spark, dedup_demo, t
     emptied = rs.rewrite(ckpt, "", "key.id >= 0", dry_run=False, backup_dir=str(tmp_path / "b"),
                          allow_empty_state=True)
     assert emptied.applied and emptied.verified and emptied.rows_ok, emptied.lines
-    assert key_value_rows(spark, path) == {"0/default": []}
+    assert reader_rows(spark, path, WITH_PARTITION) == {"0/default": []}
 
 
 def test_an_undo_right_after_the_rewrite_is_not_refused_for_its_own_batch(spark, dedup_demo,
@@ -423,16 +414,17 @@ def test_09_moves_an_aggregation_it_never_saw_to_rocksdb(spark, run_notebook, tm
     rs.continue_query(spark, df, path, batches=3, provider="hdfs", partitions=4, mode="update")
     reference = stopped_copy(path, tmp_path / "orders-never-rewritten")
     age(path)
-    original, rows_before = tree_sha(path), key_value_rows(spark, path)
+    original, rows_before = tree_sha(path), reader_rows(spark, path, WITH_PARTITION)
     summary = run_notebook("09_rewrite_state", checkpoint_path=path, target_provider="rocksdb",
                            output_path=output, dry_run=False).summary
     assert summary["status"] == "ok" and summary["applied"] is True, summary["findings"]
     assert summary["rows_equal"] is True and summary["provider_after"] == "rocksdb"
-    assert tree_sha(path) == original and key_value_rows(spark, output) == rows_before
+    assert tree_sha(path) == original and reader_rows(spark, output, WITH_PARTITION) == rows_before
     there = rs.continue_query(spark, df, output, batches=2, mode="update")
     here = rs.continue_query(spark, df, reference, batches=2, mode="update")
     assert there.output == here.output and there.output
-    assert key_value_rows(spark, output) == key_value_rows(spark, reference)
+    assert (reader_rows(spark, output, WITH_PARTITION)
+            == reader_rows(spark, reference, WITH_PARTITION))
 
 
 @pytest.mark.slow

@@ -11,7 +11,6 @@ of null bits).
 from __future__ import annotations
 
 import pytest
-from pyspark.sql import types as T
 
 from state_runbooks.runbooks.rewrite_state.encoding import arrow_encoder, unsupported_types
 
@@ -73,9 +72,3 @@ def test_encoded_rows_equal_spark_s_unsafe_rows_byte_for_byte(spark, key, value)
     assert [bytes(r.value_bytes) for r in encoded] == _spark_bytes(df, value)
 
 
-def test_types_it_does_not_lay_out_are_named():
-    dtype = T.StructType([T.StructField("a", T.IntegerType()),
-                          T.StructField("m", T.MapType(T.StringType(), T.IntegerType())),
-                          T.StructField("n", T.StructType([
-                              T.StructField("xs", T.ArrayType(T.LongType()))]))])
-    assert unsupported_types(dtype) == ["m: map<string,int>", "n.xs: array<bigint>"]

@@ -9,6 +9,7 @@ import pytest
 
 from state_runbooks.runbooks.check_query_change import schemas, source_changes, sources
 from state_runbooks.runbooks.check_query_change.compare import Comparison, Difference
+from state_runbooks.runbooks.check_query_change.pinned_settings import pinned_settings
 from state_runbooks.runbooks.check_query_change.verdict import decide
 
 
@@ -163,3 +164,31 @@ def test_schemas_differing_only_in_metadata_are_the_same():
     assert schemas.same(struct({"spark.watermarkDelayMs": 5000}),
                         struct({"spark.watermarkDelayMs": 10000}))
     assert schemas.difference(struct({}), struct({"x": 1})) == "same"
+
+
+# -- Spark's rule, mirrored ----------------------------------------------------------------------
+def _struct(*fields):
+    return {"type": "struct", "fields": [{"name": n, "type": t, "nullable": nullable,
+                                          "metadata": {}} for n, t, nullable in fields]}
+
+
+def test_schema_rule_ignores_names_and_allows_a_field_to_become_non_nullable():
+    stored = _struct(("a", "string", True), ("b", "long", True))
+    assert schemas.compatible(_struct(("x", "string", True), ("y", "long", False)), stored)
+    assert not schemas.compatible(_struct(("a", "string", True), ("b", "integer", True)), stored)
+    assert not schemas.compatible(_struct(("a", "string", True)), stored)
+    strict = _struct(("a", "string", False))
+    assert not schemas.compatible(_struct(("a", "string", True)), strict)
+    assert schemas.difference(_struct(("a", "string", True), ("b", "long", True),
+                                      ("c", "double", True)), stored) == \
+        "2 -> 3 fields (added c)"
+
+
+def test_pinned_settings_name_what_the_job_sets_and_older_checkpoints_default():
+    rows = pinned_settings({"spark.sql.shuffle.partitions": "2"},
+                           {"spark.sql.shuffle.partitions": "8",
+                            "spark.sql.streaming.stateStore.encodingFormat": "avro"},
+                           {"spark.sql.shuffle.partitions": "4"})
+    assert [(r.key, r.pinned, r.job_value, r.ignored, r.from_default) for r in rows] == [
+        ("spark.sql.shuffle.partitions", "2", "8", True, False),
+        ("spark.sql.streaming.stateStore.encodingFormat", "unsaferow", "avro", True, True)]

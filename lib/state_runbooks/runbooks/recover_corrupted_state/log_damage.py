@@ -6,7 +6,7 @@ Each file is read once, without the checksum layer, and parsed the way Spark rea
 is missing, empty, cut short (shorter than its ``.crc`` sidecar was written for, or its text ends
 mid-entry), garbage (not text, no version line, not JSON) or whose bytes no longer match its
 sidecar becomes a finding: the file, what is wrong, what Spark does with it on restart (seen on
-Spark 4 with real queries, tests/spark/test_log_damage.py) and the minimal repair, if any. Nothing
+Spark 4 with real queries, tests/spark/test_recover_corrupted_state_log_damage.py) and the minimal repair, if any. Nothing
 here raises on a damaged file.
 
 What Spark does on restart (HDFSMetadataLog, OffsetSeqLog, CommitLog, StreamMetadata):

@@ -8,7 +8,7 @@ requirement is checked here before Spark is called, and nothing is left to Spark
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from state_runbooks.common.errors import RunbookError
@@ -20,9 +20,9 @@ from state_runbooks.safety.requirements import Requirement, RequirementList
 from state_runbooks.session.spark_session import is_connect
 
 MIN_SPARK = (4, 2)  # spark._streamingCheckpointManager.repartition appeared in Spark 4.2
-# The Spark releases this repartition is verified on (tests/spark/test_repartition.py: rows equal
-# per store, the query continuing on the new count), major.minor: the API is Spark's own but
-# experimental, and its refusals (below) were seen on these.
+# The Spark releases this repartition is verified on (tests/spark/test_repartition_state.py:
+# rows equal per store, the query continuing on the new count), major.minor: the API is Spark's
+# own but experimental, and its refusals (below) were seen on these.
 VERIFIED_SPARK = ("4.3",)
 API_NAME = "_streamingCheckpointManager"
 VERIFIED_FAMILIES = ("aggregation", "dedup", "join")
@@ -37,10 +37,6 @@ PROVIDER_REFUSED = ("Spark's repartition refuses the HDFS-backed provider "
 class Checks(RequirementList):
     num_partitions_before: int
     num_partitions_after: int
-    requirements: tuple[Requirement, ...]
-    # Every file of the checkpoint as the checks listed it (the operators came from the same walk):
-    # the apply journals it when the logs show that nothing ran since, instead of walking again.
-    inventory: dict | None = field(default=None, repr=False, compare=False)
     TITLES: ClassVar[dict[str, str]] = {
         "spark_version": "Spark 4.2 or later, a release this repartition is verified on",
         "api": "the repartition API in this session",
@@ -112,4 +108,4 @@ def check_requirements(ckpt: Checkpoint, num_partitions: int, force: bool = Fals
         also=lambda model: "join state format 3: its repartition is not verified on this Spark"
         if model.join_state_format == 3 else None))
     reqs.append(shared.stopped(activity, force))
-    return Checks(before, after, tuple(reqs), inventory)
+    return Checks(before, after, requirements=tuple(reqs), inventory=inventory)

@@ -1,16 +1,12 @@
-"""The estimate-state-size runbook: the napkin's arithmetic against hand-computed cases, the object
-sizes against Spark's SizeEstimator on the running JVM, the measurement against the state itself,
-the accuracy target against the memoryUsedBytes real queries report, and the notebook under
-papermill.
+"""Runbook 02 (estimate state size) on Spark: the object sizes against Spark's SizeEstimator on the
+running JVM, the measurement against the state itself, the accuracy target against the
+memoryUsedBytes real queries report, and the notebook under papermill.
 
 The measured errors print with ``pytest -s``; ``make bench`` sweeps 10,000 to 1,000,000 rows.
 """
 from __future__ import annotations
 
 import dataclasses
-import math
-import random
-import statistics
 from functools import reduce
 
 import papermill
@@ -18,139 +14,9 @@ import pytest
 import tiers
 from pyspark.sql import functions as F
 
-from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_reader import read_state
 from state_runbooks.runbooks import estimate_state_size as sizing
-
-DEDUP = dict(input_rows_per_second=2000.0, watermark_seconds=5.0, trigger_seconds=1.0,
-             key_cardinality=0, key_bytes=32, value_bytes=16, num_partitions=4, provider="hdfs")
-
-
-# -- the napkin, by hand ---------------------------------------------------------------------------
-def test_napkin_of_the_demo_deduplication_by_hand():
-    est = sizing.napkin(sizing.NapkinInputs(**DEDUP))
-    # 2,000 rows/s x (5 s watermark + 1 s batch) = 12,000 rows; 3,000 per partition, 500 of them
-    # new in each batch and 500 evicted (still held by the older version).
-    assert (est.rows, est.arrivals_per_batch) == (12_000, 2_000)
-    assert est.payload_bytes == 12_000 * (32 + 16)
-    assert est.rule_of_thumb_bytes() == (576_000, 864_000)
-    key, value, node = 40 + 16 + 32, 16 + 40 + 16 + 16, 32  # UnsafeRow + byte[]; wrapper too
-    table = 16 + 4 * 16_384  # putAll of 3,000 rows: twice the power of two >= 4,501
-    per_partition = (3_000 * (key + value) + 500 * (key + value) + 2 * 3_000 * node + 2 * table
-                     + 96 + 2 * 152)
-    assert per_partition == 939_504
-    assert est.memory.heap_bytes == 4 * per_partition == est.memory_bytes
-    assert est.bytes_per_partition == per_partition
-    assert est.memory.heap_bytes > 4 * est.rule_of_thumb_bytes()[1]  # the rule of thumb undercounts
-    assert (est.recommendation.provider, est.recommendation.partitions) == ("hdfs", 4)
-    summary = est.summary()
-    assert {"rows", "payload_bytes", "memory_bytes", "bytes_per_partition",
-            "recommended_provider"} <= set(summary)
-
-
-def test_napkin_with_keys_that_are_updated_by_hand():
-    est = sizing.napkin(sizing.NapkinInputs(50.0, 600.0, 10.0, 1000, 24, 16, 2, "hdfs"))
-    # 1,000 keys (fewer than 50 x 610 rows); each 10 s batch replaces 500 values, 250 per partition.
-    assert est.rows == 1000 and est.partition.replaced == 250 and est.partition.inserted == 0
-    key, value = 56 + 24, 72 + 16
-    table = 16 + 4 * 2048  # putAll of 500 rows: twice the power of two >= 751
-    per_partition = 500 * (key + value) + 250 * value + 1000 * 32 + 2 * table + 96 + 2 * 152
-    assert est.memory.heap_bytes == 2 * per_partition == 309_632
-
-
-def test_napkin_recommends_rocksdb_above_a_million_rows():
-    est = sizing.napkin(sizing.NapkinInputs(10_000.0, 600.0, 10.0, 0, 64, 16, 200, "hdfs"))
-    assert est.rows == 6_100_000
-    rec = est.recommendation
-    assert (rec.provider, rec.partitions) == ("rocksdb", 200)
-    assert "6,100,000 rows > 1,000,000" in rec.reason
-    assert est.summary()["memory_bytes"] == round(est.memory.heap_bytes)  # planned: hdfs
-    assert sizing.napkin(sizing.NapkinInputs(10_000.0, 600.0, 10.0, 0, 64, 16, 200, "rocksdb")
-                         ).memory_bytes == 200 * (8 + 2 * 64) * 1024 ** 2
-
-
-def test_napkin_adds_partitions_for_large_rows_on_hdfs():
-    est = sizing.napkin(sizing.NapkinInputs(1000.0, 599.0, 1.0, 0, 32, 4096, 4, "hdfs"))
-    rec = est.recommendation
-    assert est.rows == 600_000 and rec.provider == "hdfs"
-    assert rec.partitions == math.ceil(est.memory.heap_bytes / sizing.HDFS_HEAP_PER_PARTITION)
-    assert rec.partitions > 4 and "256 MiB" in rec.reason
-
-
-def test_napkin_lines_fill_in_the_numbers():
-    lines = sizing.napkin_lines(sizing.napkin(sizing.NapkinInputs(**DEDUP)))
-    text = "\n".join(lines)
-    assert "2,000 rows/s x (5 s + 1 s)" in text and "= 12,000" in text
-    assert "32 + 88 + 88" in text and "16,384 slots" in text
-    assert text.count("\n1") == 1 and len(lines) == 10
-
-
-@pytest.mark.parametrize("field,value,message", [
-    ("input_rows_per_second", -5.0, "input_rows_per_second=-5.0 is negative"),
-    ("num_partitions", 0, "num_partitions=0 is not valid"),
-    ("watermark_seconds", -1.0, "watermark_seconds=-1.0 is negative"),
-    ("trigger_seconds", 0.0, "trigger_seconds=0.0 is not positive"),
-    ("key_bytes", 4, "key_bytes=4 is too small"),
-    ("key_cardinality", -3, "key_cardinality=-3 is not valid"),
-    ("provider", "memory", "provider='memory' is not known: use one of hdfs, rocksdb"),
-    ("input_rows_per_second", float("nan"), "is not a number"),
-])
-def test_bad_napkin_inputs_get_one_line(field, value, message):
-    with pytest.raises(RunbookError) as excinfo:
-        sizing.NapkinInputs(**{**DEDUP, field: value})
-    assert message in str(excinfo.value) and "\n" not in str(excinfo.value)
-
-
-def test_bad_horizon_gets_one_line():
-    import pandas as pd
-    with pytest.raises(RunbookError, match="horizon_batches=-1 is not valid"):
-        sizing.project(pd.DataFrame({"0/default": [1, 2]}), [], -1)
-
-
-# -- the model's pieces ----------------------------------------------------------------------------
-def test_table_lengths_follow_jdk17():
-    # Filled by put: doubles when the entries reach 3/4 of the length.
-    assert [sizing.filled_capacity(n) for n in (10, 12, 3000, 3071, 3072)] == [
-        16, 32, 4096, 4096, 8192]
-    # putAll into an empty map: twice the power of two >= 1.5 n + 1 (measured with a Java probe:
-    # 100 -> 512, 500 -> 2048, 1000 -> 4096, 2500 -> 8192, 3000 -> 16384).
-    assert [sizing.copied_capacity(n, n) for n in (100, 500, 1000, 2500, 3000)] == [
-        512, 2048, 4096, 8192, 16384]
-    assert sizing.copied_capacity(3000, 20_000) == 32_768  # then grown by the batch's inserts
-
-
-def test_size_estimator_sampling_model_against_a_simulation():
-    """SizeEstimator's figure for a table of 1,024 slots, simulated with random hashing: the
-    model's mean and standard deviation match."""
-    rng = random.Random(7)
-    length, entries, per_entry = 1024, 600, 200
-
-    def figure():
-        slots = [0] * length
-        for _ in range(entries):
-            slots[rng.randrange(length)] += 1
-        drawn = rng.sample(range(length), 200)
-        s1 = sum(slots[i] for i in drawn[:100]) * per_entry
-        s2 = sum(slots[i] for i in drawn[100:]) * per_entry
-        return max(s1, s2) + min(s1, s2) * ((length - 100) // 100)
-
-    runs = [figure() for _ in range(600)]
-    mean = sizing.estimated_slots_bytes(length, entries, per_entry)
-    sd = math.sqrt(sizing.estimated_slots_variance(length, entries, per_entry))
-    assert abs(statistics.mean(runs) / mean - 1) < 0.02
-    assert abs(statistics.stdev(runs) / sd - 1) < 0.15
-    assert mean < entries * per_entry  # it reads low: the smaller sample is extrapolated
-
-
-def test_two_versions_with_the_same_table_count_shared_rows_once():
-    same = sizing.PartitionVersions(3000, 500, 500, 0, 16_384, 16_384)
-    other = sizing.PartitionVersions(3000, 500, 500, 0, 16_384, 8_192)
-    a, b = sizing.estimate_partition(same, 32, 16), sizing.estimate_partition(other, 32, 16)
-    assert a.row_object_bytes == b.row_object_bytes == 3500 * 176  # each object once on the heap
-    assert b.reported_bytes > 1.3 * a.reported_bytes  # ... but reported twice with other lengths
-    one = sizing.estimate_partition(same, 32, 16, versions_in_memory=1)
-    assert one.entry_bytes == 3000 * 32 and one.table_bytes == 16 + 4 * 16_384
 
 
 # -- the object sizes, against the running JVM ---------------------------------------------------
@@ -185,7 +51,6 @@ def test_object_sizes_match_size_estimator(spark):
     versions = jvm.java.util.TreeMap(long_ordering.reverse())
     versions.put(2 ** 31 + 1, empty)
     assert estimate(versions) == layout.fixed_per_store + layout.fixed_per_version
-
 
 
 def test_hash_table_lengths_match_the_jvm(spark):
@@ -439,22 +304,6 @@ def test_rocksdb_checkpoint_without_change_feed(spark, demo_factory):
     assert comparison.error is None and comparison.rocksdb_sst_bytes is not None
     lines = sizing.estimate_lines([m], False, ckpt.provider_kind)
     assert lines[0].startswith("This checkpoint's provider is rocksdb: the figures below are what")
-
-
-def test_no_napkin_on_a_real_checkpoint_without_a_rate():
-    """The demo's napkin inputs describe the demo only: on a given checkpoint without a rate there
-    is no napkin, and nothing of the demo's job appears in the summary."""
-    from state_runbooks.running.results import Summary
-    assert sizing.DEMO_NAPKIN == DEDUP
-    none_given = {**DEDUP, "input_rows_per_second": 0.0}
-    assert sizing.napkin_inputs(False, **none_given) is None
-    assert sizing.napkin_inputs(True, **none_given) == sizing.NapkinInputs(**DEDUP)
-    planned = sizing.napkin_inputs(False, **{**none_given, "input_rows_per_second": 500.0})
-    assert planned == sizing.NapkinInputs(**{**DEDUP, "input_rows_per_second": 500.0})
-    summary = Summary("estimate_state_size", "x", "4")
-    sizing.summarize(summary, None, [], False, None, None)
-    assert summary.details["napkin"] is None and not summary.findings
-    assert sizing.recommendation_lines(None, [], None) == []
 
 
 def test_a_unit_the_reader_refuses_is_reported_not_measured(spark, demo_factory):

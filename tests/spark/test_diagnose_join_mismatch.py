@@ -13,6 +13,7 @@ import json
 import papermill
 import pytest
 import tiers
+from messages import one_line
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.formatting import format_utc
@@ -330,7 +331,7 @@ def test_time_bounds_read_from_the_checkpoint(spark, hdfs_demo, demo_factory):
     with pytest.raises(RunbookError) as excinfo:
         jd.resolve_join(young)
     assert ("the checkpoint cannot tell the join's lower bound yet: it needs left rows the "
-            "watermark evicted") in _one_line(excinfo)
+            "watermark evicted") in one_line(excinfo)
     assert jd.resolve_join(young, **BOUNDS).lower_bound_seconds == JOIN_LOWER_BOUND_SECONDS
 
 
@@ -459,22 +460,16 @@ def test_pairs_that_min_and_max_cannot_decide(spark, hdfs_demo):
 
 
 # -- bad input: one line each -------------------------------------------------------------------
-def _one_line(excinfo) -> str:
-    message = str(excinfo.value)
-    assert "\n" not in message and len(message) < 400, message
-    return message
-
-
 def test_no_join_operator(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("dedup").checkpoint_path)
     with pytest.raises(RunbookError) as excinfo:
         jd.resolve_join(ckpt, **BOUNDS)
     assert "has no stream-stream join (symmetricHashJoin) operator; its operators: 0 (dedupe)" in \
-        _one_line(excinfo)
+        one_line(excinfo)
     with pytest.raises(RunbookError) as excinfo:
         jd.resolve_join(ckpt, operator_id=0, **BOUNDS)
     assert "operator 0 (dedupe) is not a stream-stream join; join operators: none" in \
-        _one_line(excinfo)
+        one_line(excinfo)
 
 
 def test_several_joins_and_no_watermark(spark, tmp_path):
@@ -493,11 +488,11 @@ def test_several_joins_and_no_watermark(spark, tmp_path):
     with pytest.raises(RunbookError) as excinfo:
         jd.resolve_join(ckpt, **BOUNDS)
     assert "has 2 stream-stream joins (operators 0, 1): pass operator_id to choose one" in \
-        _one_line(excinfo)
+        one_line(excinfo)
     with pytest.raises(RunbookError) as excinfo:
         jd.resolve_join(ckpt, operator_id=1, **BOUNDS)
     assert ("the left side's state has no column carrying a watermark: pass left_time_column "
-            "(timestamp columns: a_time)") in _one_line(excinfo)
+            "(timestamp columns: a_time)") in one_line(excinfo)
 
 
 @pytest.mark.parametrize("kwargs,message", [
@@ -514,18 +509,18 @@ def test_bad_parameters(spark, hdfs_demo, kwargs, message):
     ckpt = Checkpoint(spark, hdfs_demo)
     with pytest.raises(RunbookError) as excinfo:
         jd.resolve_join(ckpt, **{**BOUNDS, **kwargs})
-    assert message in _one_line(excinfo)
+    assert message in one_line(excinfo)
 
 
 def test_bad_ids_to_verify(hdfs_diagnosis):
     diagnosis = hdfs_diagnosis
     with pytest.raises(RunbookError) as excinfo:
         diagnosis.verdicts("ord-1")
-    assert "ids_to_verify must be a list" in _one_line(excinfo)
+    assert "ids_to_verify must be a list" in one_line(excinfo)
     with pytest.raises(RunbookError) as excinfo:
         diagnosis.verdicts([["ord-1", "cust-1"]])
     assert "does not fit the join key order_id: give each item as a single value" in \
-        _one_line(excinfo)
+        one_line(excinfo)
 
 
 # -- the notebook, headless with parameters (nbval runs it on its demo) ---------------------------

@@ -1,4 +1,4 @@
-"""Runbook 06 (monitor state): event logs written by real queries, a live query, verdicts.
+"""Runbook 06 (monitor state): event logs written by real queries and a live query.
 
 The event logs come from demo queries run once per module in a child process with the event log on
 (``spark.eventLog.*`` only takes effect when a SparkContext starts): rolling and single-file logs,
@@ -12,13 +12,11 @@ import os
 import threading
 import time
 
-import pandas as pd
 import pytest
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.demos.event_logs import write_event_logs
 from state_runbooks.runbooks.monitor_state import event_log, listener, verdicts
-from state_runbooks.runbooks.monitor_state.codecs import codec_of
 from state_runbooks.runbooks.monitor_state.history import build_history, operators_summary
 from state_runbooks.session.spark_session import progress_dict
 
@@ -57,15 +55,6 @@ def _figures(progress: list[dict]) -> list[dict]:
              "numInputRows": sum(s["numInputRows"] for s in p["sources"]),
              "stateOperators": [{k: v for k, v in op.items() if k != "snapshotCustomMetricNames"}
                                 for op in p["stateOperators"]]} for p in progress]
-
-
-def test_codec_from_file_names():
-    assert codec_of("events_1_local-1.zstd") == "zstd"
-    assert codec_of("local-1.lz4.inprogress") == "lz4"
-    assert codec_of("application_1_0001.snappy") == "snappy"
-    assert codec_of("events_2_app-20231114-0001") == "none"
-    with pytest.raises(RunbookError, match="lzf"):
-        codec_of("local-1.lzf")
 
 
 @pytest.mark.parametrize("name", [n for n in LOGS if LOGS[n][1]])
@@ -184,103 +173,6 @@ def test_a_log_still_being_written_gives_its_complete_batches(spark, logs, tmp_p
     log, _, _ = event_log.load(spark, str(partial))
     assert 0 < len(log.progress) <= len(demo.progress)
     assert _figures(log.progress) == _figures(demo.progress[: len(log.progress)])
-
-
-# -- verdicts on constructed histories --------------------------------------------------------------
-def _progress(batch: int, rows: int, dropped: int = 0, commit_ms: int = 10, duration_ms: int = 1000,
-              input_rate: float = 0.0, processed_rate: float = 0.0, memory: int | None = None,
-              custom: dict | None = None) -> dict:
-    """One batch's progress as Spark writes it, one minute after the previous batch."""
-    return {"id": "q", "runId": "r", "name": "orders", "batchId": batch,
-            "timestamp": (pd.Timestamp("2026-01-01T00:00:00Z") + pd.Timedelta(minutes=batch))
-            .strftime("%Y-%m-%dT%H:%M:%S.000Z"),
-            "batchDuration": duration_ms, "eventTime": {},
-            "stateOperators": [{"operatorName": "dedupe", "numRowsTotal": rows,
-                                "numRowsUpdated": 10, "numRowsRemoved": 0,
-                                "memoryUsedBytes": rows * 300 if memory is None else memory,
-                                "commitTimeMs": commit_ms, "numRowsDroppedByWatermark": dropped,
-                                "numShufflePartitions": 4, "numStateStoreInstances": 4,
-                                "customMetrics": custom or {}}],
-            "sources": [{"numInputRows": 100, "inputRowsPerSecond": input_rate,
-                         "processedRowsPerSecond": processed_rate}]}
-
-
-LOCAL_2G = {"spark.master": "local[2]", "spark.driver.memory": "2g", "executors": 1}
-
-
-def test_growing_state_is_projected_to_the_heap():
-    history = build_history([_progress(b, 100_000 * (b + 1)) for b in range(10)], facts=LOCAL_2G)
-    found = {v.code: v for v in verdicts.growth(history, verdicts.Thresholds())}
-    assert set(found) == {"state_growing"} and found["state_growing"].severity == "warning"
-    # 300 bytes per row: 30 MB more per minute, from 300 MB at the last batch towards 40% of
-    # (2 GiB - 300 MiB) = 699 MiB.
-    budget = (2 * 1024 ** 3 - 300 * 1024 ** 2) * 0.4
-    minutes = (budget - 300_000_000) / 30_000_000
-    assert f"in about {minutes:.0f} min" in found["state_growing"].message
-
-
-def test_state_that_levels_off_is_not_growth():
-    rows = [100, 200, 300, 400, 450, 460, 462, 462, 461, 462]
-    history = build_history([_progress(b, r) for b, r in enumerate(rows)], facts=LOCAL_2G)
-    assert [v.code for v in verdicts.growth(history, verdicts.Thresholds())] == ["state_bounded"]
-    short = build_history([_progress(b, r) for b, r in enumerate(rows[:3])])
-    assert [v.code for v in verdicts.growth(short, verdicts.Thresholds())] == ["growth_unknown"]
-
-
-def test_the_growth_verdict_judges_the_trend_not_the_size_of_the_change():
-    def verdict(rows):
-        history = build_history([_progress(b, r) for b, r in enumerate(rows)], facts=LOCAL_2G)
-        (found,) = verdicts.growth(history, verdicts.Thresholds())
-        return found
-
-    # +2 rows a batch on 1,000 rows: 1% over the window, but a rise that does not slow.
-    steady = verdict([1_000 + 2 * b for b in range(12)])
-    assert (steady.code, steady.severity) == ("state_growing", "warning")
-    assert "its rise does not slow (+2.0 then +2.0 rows a batch)" in steady.message
-    # The same start, slowing to nothing: a horizon filling up.
-    slowing = verdict([1_000, 1_002, 1_004, 1_006, 1_008, 1_010, 1_012, 1_014, 1_015, 1_016,
-                       1_016, 1_016])
-    assert (slowing.code, slowing.severity) == ("state_levelling", "info")
-    assert "slowed from +1.5 to +0.0 rows a batch" in slowing.message
-    # Slowing, but by a large share: still a warning.
-    large = verdict([100, 200, 300, 400, 500, 600, 700, 800, 850, 870, 880, 885])
-    assert large.code == "state_growing" and "but it rose by more than 10%" in large.message
-    # A fall anywhere in the window: bounded.
-    assert verdict([100, 200, 300, 400, 450, 460, 462, 462, 461, 462]).code == "state_bounded"
-
-
-def test_late_rows_commit_share_falling_behind_and_memory():
-    progress = [_progress(b, 1000, dropped=5 if b >= 6 else 0, commit_ms=2400, duration_ms=1000,
-                          input_rate=200.0, processed_rate=150.0 if b % 4 else 250.0,
-                          memory=900 * 1024 ** 2) for b in range(8)]
-    history = build_history(progress, facts=LOCAL_2G)
-    found = {v.code: v for v in verdicts.judge(history)}
-    assert "dropped 10 rows behind the watermark in 2 of 8 batches (first in batch 6" in \
-        found["late_rows_dropped"].message
-    assert "600 ms (median), 60% of the median batch" in found["commit_dominates"].message
-    assert found["falling_behind"].message.startswith("6 of 8 batches")
-    assert found["state_memory_high"].severity == "warning"
-    relaxed = verdicts.Thresholds(late_rows_warning=100, commit_share_warning=0.7,
-                                  memory_share_warning=0.9, falling_behind_share=0.8)
-    relaxed_found = {v.code: v.severity for v in verdicts.judge(history, relaxed)}
-    assert relaxed_found["late_rows_dropped"] == "info"
-    assert {"commit_share", "keeping_up", "state_memory"} <= set(relaxed_found)
-
-
-def test_rocksdb_stalls_are_worth_a_look():
-    progress = [_progress(b, 100, custom={"rocksdbSstFileSize": 1000 * b,
-                                          "rocksdbWriterStallLatencyMs": 30 if b == 2 else 0})
-                for b in range(4)]
-    found = [v for v in verdicts.rocksdb(build_history(progress), verdicts.Thresholds())]
-    assert [v.code for v in found] == ["rocksdb_attention", "rocksdb_disk"]
-    assert "rocksdbWriterStallLatencyMs above 0 in 1 batches (first 2)" in found[0].message
-
-
-def test_parse_memory():
-    assert verdicts.parse_memory("4g") == 4 * 1024 ** 3
-    assert verdicts.parse_memory("512m") == 512 * 1024 ** 2
-    assert verdicts.parse_memory("2048") == 2048 * 1024 ** 2
-    assert verdicts.parse_memory("lots") is None
 
 
 # -- a query running in this session ------------------------------------------------------------------

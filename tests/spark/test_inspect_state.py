@@ -14,18 +14,6 @@ from state_runbooks.runbooks import inspect_state
 from state_runbooks.running.results import Summary
 
 
-@pytest.mark.parametrize("rows,ratio", [([0, 0, 4, 0], 4.0), ([2, 2], 1.0), ([3, 1], 1.5),
-                                        ([0, 0], None), ([], None)])
-def test_skew_ratio_counts_empty_partitions(rows, ratio):
-    assert inspect_state.skew_ratio(rows) == ratio
-
-
-@pytest.mark.parametrize("first,last,points,expected", [
-    (0, 3, 12, [0, 1, 2, 3]), (5, 5, 12, [5]), (0, 99, 5, [0, 25, 50, 74, 99]), (0, 9, 1, [9])])
-def test_sample_batches(first, last, points, expected):
-    assert state_growth.sample_batches(first, last, points) == expected
-
-
 # make test: RocksDB (the checkpoint corpus compares every provider's figures with Spark's reader)
 @pytest.mark.parametrize("provider", tiers.tiered(["hdfs", "rocksdb", "rocksdb_changelog"],
                                                   {"rocksdb"}))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import tiers
-from checkpoint_trees import age, tree_sha
+from checkpoint_trees import age, reader_rows, tree_sha
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
@@ -48,18 +48,6 @@ def continue_query(spark, df, path: str, mode: str = "append", batches: int = 1)
     return sorted(map(repr, rows)), progress
 
 
-def key_value_rows(spark, path: str) -> dict:
-    """Every store's (key, value) rows at the last committed batch, sorted: read with Spark's
-    reader here, not with the library's checksums."""
-    ckpt = Checkpoint(spark, path)
-    out = {}
-    for op in ckpt.operators():
-        for store in ckpt.stores(op.operator_id):
-            df = (spark.read.format("statestore").option("operatorId", op.operator_id)
-                  .option("storeName", store.store_name).load(ckpt.root))
-            out[f"{op.operator_id}/{store.store_name}"] = sorted(
-                map(repr, df.select("key", "value").collect()))
-    return out
 
 
 # -- apply, verify, continue, undo: every provider Spark supports, dedup, aggregation, join ---------
@@ -75,7 +63,7 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
     path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
     reference = stopped_copy(run.checkpoint_path, tmp_path / "never-repartitioned")
     original = tree_sha(path)
-    rows_before = key_value_rows(spark, path)
+    rows_before = reader_rows(spark, path)
     ckpt = Checkpoint(spark, path)
 
     checks = rp.check_requirements(ckpt, 3)
@@ -104,7 +92,7 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
         rel: (Path(path) / rel).stat().st_size for rel in original}
     ckpt.refresh()
     assert rp.current_partitions(ckpt) == 3 and ckpt.last_committed_batch_id == 3
-    assert key_value_rows(spark, path) == rows_before  # read by Spark's reader, not checksums
+    assert reader_rows(spark, path) == rows_before  # read by Spark's reader, not checksums
     # Spark's own placement: every row where pmod(hash, 3) puts it, as forecast.
     assert [s.per_partition for s in done.after] == [s.after for s in scans]
 
@@ -115,7 +103,7 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
         theirs, _ = continue_query(spark, df, reference)
     assert ours == theirs and ours
     assert {op["numShufflePartitions"] for op in progress["stateOperators"]} == {3}
-    assert key_value_rows(spark, path) == key_value_rows(spark, reference)
+    assert reader_rows(spark, path) == reader_rows(spark, reference)
 
     # Undo: the original checkpoint, byte for byte; what Spark and the restart wrote goes aside.
     undone = rp.undo(Checkpoint(spark, path), done.journal_path, dry_run=False, force=True)
@@ -151,7 +139,7 @@ def test_07_takes_an_aggregation_it_never_saw_from_8_to_16(spark, run_notebook, 
     shutil.copytree(path, reference)
     age(path)
     original = tree_sha(path)
-    rows_before = key_value_rows(spark, path)
+    rows_before = reader_rows(spark, path)
 
     result = run_notebook("07_repartition_state", checkpoint_path=path, num_partitions=16,
                           dry_run=False)
@@ -161,13 +149,13 @@ def test_07_takes_an_aggregation_it_never_saw_from_8_to_16(spark, run_notebook, 
     assert Path(summary["backup_dir"].removeprefix("file:")).is_dir()
     assert summary["journal_path"].startswith(summary["backup_dir"])
     assert summary["status"] == "ok"
-    assert key_value_rows(spark, path) == rows_before
+    assert reader_rows(spark, path) == rows_before
 
     ours, progress = continue_query(spark, df, path, "update")
     theirs, _ = continue_query(spark, df, reference, "update")
     assert ours == theirs and ours
     assert progress["stateOperators"][0]["numShufflePartitions"] == 16
-    assert key_value_rows(spark, path) == key_value_rows(spark, reference)
+    assert reader_rows(spark, path) == reader_rows(spark, reference)
 
     undone = rp.undo(Checkpoint(spark, path), summary["journal_path"], dry_run=False, force=True)
     assert undone.verified and tree_sha(path) == original
@@ -248,7 +236,7 @@ def test_spark_failing_midway_is_undone_on_its_own(spark, demo_factory, tmp_path
     path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
     original = tree_sha(path)
     ckpt = Checkpoint(spark, path)
-    lifted = rp.Checks(2, 3, (rp.Requirement("lifted", True, "lifted by this test"),))
+    lifted = rp.Checks(2, 3, requirements=(rp.Requirement("lifted", True, "lifted by this test"),))
     out = rp.repartition(ckpt, 3, dry_run=False, backup_dir=str(tmp_path / "b"), checks=lifted,
                          before=[])
     assert out.applied and not out.verified and out.auto_undone

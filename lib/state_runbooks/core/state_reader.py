@@ -78,9 +78,8 @@ TASKS_PER_CORE = 2
 def per_core_tasks(spark, df):
     """``df`` read by a few tasks per core of a classic session instead of one per state partition
     (and per batch and store): each task then reads several small partitions in turn, and the
-    fixed cost of a task is paid a few times instead of 200. Seen on local[2] over 200 partitions:
-    a change feed of two batches in 1.3-2 s instead of 3.5-4 s, a state read in 3.6-4.3 s instead
-    of 5.7-6.3 s. On Spark Connect (no core count on this side) ``df`` is returned as it is."""
+    fixed cost of a task is paid a few times instead of 200 (tests/benchmarks/README.md). On
+    Spark Connect (no core count on this side) ``df`` is returned as it is."""
     from state_runbooks.session.spark_session import is_connect
 
     if is_connect(spark):
@@ -104,10 +103,11 @@ def unsafe_row_size_sql(column: str, schema) -> str:
     format, as a SQL expression.
 
     That is how state rows are kept in memory by the HDFS-backed provider and written to state
-    files: ``UNSAFE_ROW_RULE`` (variable-length data: strings, binaries, nested rows, arrays). The fixed-width part is summed
-    here, once; only variable-length fields are measured row by row. SQL text, because every
-    PySpark function called costs a dozen calls to the JVM (with DataFrame debugging on): built
-    as Columns, one store's measures took 806 calls instead of 190.
+    files: ``UNSAFE_ROW_RULE`` (variable-length data: strings, binaries, nested rows, arrays). The
+    fixed-width part is summed here, once; only variable-length fields are measured row by row.
+    SQL text, because every
+    PySpark function called costs a dozen calls to the JVM (with DataFrame debugging on), four
+    times as many for one store's measures.
     """
     from pyspark.sql import types as T
 

@@ -6,8 +6,8 @@ local file system forks a ``readlink`` process for each path it checks when Hado
 library (pip's pyspark ships none): about 60 processes per micro-batch of an aggregation on four
 partitions. Spark's FileSystem-based manager, which Spark itself uses where FileContext is not
 available, writes the same files (the HDFS-backed store's with the same bytes) and none of those
-processes: demo batches take a quarter to a third less time (a deduplication's 6 batches
-2.2 s -> 1.3 s, a join's 8.2 s -> 6.0 s).
+processes, and demo batches take markedly less time (tests/benchmarks/README.md, "Design choices
+measured").
 
 Only while a demo checkpoint is first written, from nothing. A query restarted on a checkpoint that
 exists (a demo continued, a restart after a fault, a probe of what Spark does with a damaged file)

@@ -35,7 +35,7 @@ from .base import FileEntry, TreeOperations
 from .causes import is_permission_error, missing_connector, permission_message
 
 # List on the driver: a checkpoint has a folder per partition, and past 32 folders Spark would
-# otherwise list them in a distributed job, which measured ~2x slower for 200 partitions.
+# otherwise list them in a distributed job, a job per listing (slower: tests/benchmarks/README.md).
 LISTING_CONF = {PARALLEL_DISCOVERY_CONF: "1000000"}
 # Folders Spark writes into a checkpoint whose names its own listing filters out (see above).
 HIDDEN_CHECKPOINT_FOLDERS = ("state/*/_stateSchema",)

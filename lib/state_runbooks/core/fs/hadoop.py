@@ -24,7 +24,7 @@ from .causes import is_permission_error, missing_connector, permission_message
 # modification_time=<ms>; ...}". Parsed by list() to list a folder in one JVM call.
 _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|false)"
                           r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+);")
-_CHECKING_THREADS = 4  # 2-8 measured alike on 2 cores; 1 is slower
+_CHECKING_THREADS = 4  # each check waits mostly on the JVM (tests/benchmarks/README.md)
 _ONE_THREAD_UP_TO = 16  # files: a store partition's few need no threads of their own
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
 _JVM_MEMBERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per JVM: name -> member
@@ -202,7 +202,7 @@ class HadoopFS(TreeOperations):
         One ``listStatus`` call per depth level for all the folders found at the level above: a
         few JVM calls for a whole tree where listing folder by folder takes one per folder (a
         200-partition checkpoint has thousands). A brace glob (``{a,b,...}/*``) lists the same
-        folders, slower: 1.1-1.5 s instead of 0.7-0.9 s for 200 folders of 45,000 files."""
+        folders, slower (tests/benchmarks/README.md)."""
         base = rel.strip("/")
         path = self._path(base)
         if not self._fs.exists(path):
@@ -341,8 +341,7 @@ class HadoopFS(TreeOperations):
 
     def verify_checksums(self, rels: list[str]) -> dict[str, str]:
         """:meth:`verify_checksum` of many files, a few at a time (each call waits mostly on the
-        JVM: 2,000 deltas in 0.6-0.7 s instead of 0.8-1.3 s): Hadoop's complaint by path, for the
-        files whose bytes do not match their sidecar."""
+        JVM): Hadoop's complaint by path, for the files whose bytes do not match their sidecar."""
         if not self.has_checksum_layer or not rels:
             return {}
         first = self.verify_checksum(rels[0])  # looks the JVM members up before the threads

@@ -1,0 +1,90 @@
+"""The guides say what the repository holds: every runbook in the README's table and its safety
+section (as reading or changing a checkpoint, by its parameters), every schedule file in the
+playbooks' README, every library package in the layers, and every relative link resolves."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+
+from state_runbooks.cli.runbook_files import runbook_notebooks
+from state_runbooks.running.parameters import declared_parameters
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text()
+PLAYBOOKS_README = (REPO / "runbooks" / "README.md").read_text()
+NOTEBOOKS = runbook_notebooks(REPO / "notebooks")
+LIBRARY = REPO / "lib" / "state_runbooks"
+
+
+def _section(text: str, title: str) -> str:
+    """The text under the ``## title`` heading, up to the next heading of that level."""
+    match = re.search(rf"^## {re.escape(title)}\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+    assert match, f"no section '## {title}'"
+    return match.group(1)
+
+
+def _bullet(section: str, phrase: str) -> str:
+    bullets = [b for b in re.split(r"^- ", section, flags=re.M) if phrase in b]
+    assert len(bullets) == 1, f"one bullet saying '{phrase}' expected, found {len(bullets)}"
+    return bullets[0]
+
+
+def _numbers(text: str) -> set[str]:
+    return set(re.findall(r"\b(\d\d)\b", text))
+
+
+def _changes_a_checkpoint(notebook: pathlib.Path) -> bool:
+    """A runbook that changes a checkpoint is a dry run by default: it declares ``dry_run``."""
+    return "dry_run" in declared_parameters(notebook)
+
+
+def test_the_readme_is_a_guide_of_at_most_250_lines():
+    assert len(README.splitlines()) <= 250
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_runbook_has_a_row_in_the_readme_table(notebook):
+    rows = [line for line in _section(README, "The runbooks").splitlines()
+            if line.startswith(f"| [{notebook.stem}](notebooks/{notebook.name})")]
+    assert len(rows) == 1
+
+
+def test_the_safety_section_names_each_runbook_as_reading_or_changing():
+    safety = _section(README, "Safety")
+    reading = {nb.name[:2] for nb in NOTEBOOKS if not _changes_a_checkpoint(nb)}
+    changing = {nb.name[:2] for nb in NOTEBOOKS if _changes_a_checkpoint(nb)}
+    assert _numbers(_bullet(safety, "only read the checkpoint").split(";")[0]) == reading
+    assert _numbers(_bullet(safety, "change a checkpoint only when asked").split(":")[0]) == changing
+
+
+@pytest.mark.parametrize("schedule", sorted((REPO / "runbooks" / "schedules").glob("*.yaml")),
+                         ids=lambda p: p.name)
+def test_every_schedule_file_is_in_the_playbooks_readme(schedule):
+    table = _section(PLAYBOOKS_README, "Scheduled runs")
+    assert f"| `{schedule.name}` |" in table
+    assert f"(schedules/{schedule.name})" in PLAYBOOKS_README  # and a symptom leads to it
+    assert f"`{schedule.name}`" in _section(README, "Run a runbook on your checkpoint")
+
+
+def test_every_library_package_is_in_the_layers():
+    layers = re.search(r"each imports only the layers below it:\n\n```\n(.*?)```", README, re.S)
+    assert layers, "the README's layers block"
+    named = set(re.findall(r"^(\w+)/", layers.group(1), re.M))
+    packages = {p.parent.name for p in LIBRARY.glob("*/__init__.py")}
+    assert named == packages
+
+
+def _links(path: pathlib.Path) -> list[str]:
+    return [target for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text())
+            if not re.match(r"[a-z]+:", target) and not target.startswith("#")]
+
+
+@pytest.mark.parametrize("document", [REPO / "README.md", *sorted((REPO / "runbooks").glob("*.md")),
+                                      REPO / "tests" / "benchmarks" / "README.md"],
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_every_relative_link_resolves(document):
+    broken = [t for t in _links(document)
+              if not (document.parent / t.split("#")[0]).exists()]
+    assert not broken

@@ -5,7 +5,7 @@ query stopped) are written once."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from state_runbooks.core.checkpoint import Checkpoint
@@ -24,10 +24,15 @@ class Requirement:
         return not self.ok and not self.overridden
 
 
+@dataclass(frozen=True)
 class RequirementList:
-    """For a dataclass with ``requirements``: the ones that block, each by name, the refusal, and
-    the title each requirement is shown under (``TITLES``, by name)."""
-    requirements: tuple[Requirement, ...]
+    """A change's requirements, each checked: the ones that block, each by name, the refusal, and
+    the title each requirement is shown under (``TITLES``, by name). A runbook's ``Checks``
+    subclasses it with the figures its plan needs and its ``TITLES``."""
+    requirements: tuple[Requirement, ...] = field(kw_only=True)
+    # Every file of the checkpoint as the checks listed it: the change journals it when the logs
+    # show that nothing ran since, instead of listing again.
+    inventory: dict | None = field(default=None, repr=False, compare=False, kw_only=True)
     TITLES: ClassVar[dict[str, str]] = {}
     # Requirements named first in a refusal: a live query (nothing else can be judged while it
     # writes), then a change that asks for nothing.
@@ -51,7 +56,8 @@ class RequirementList:
         if not blocking:
             return None
         more = f" (and {len(blocking) - 1} more unmet requirement(s))" if len(blocking) > 1 else ""
-        return f"{blocking[0].seen}{more}; nothing was changed"
+        seen = blocking[0].seen.removesuffix("; nothing was changed")
+        return f"{seen}{more}; nothing was changed"
 
 
 def requirement_lines(checks: RequirementList, skip: tuple[str, ...] = (),

@@ -10,7 +10,7 @@ anything and prints the plan.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from state_runbooks.common.errors import RunbookError
@@ -35,8 +35,6 @@ ROLLBACK = Change("rollback", ".recovery-", "recover_corrupted_state",
 @dataclass(frozen=True)
 class Checks(RequirementList):
     """What a rollback requires, checked just before it."""
-    requirements: tuple[Requirement, ...]
-    inventory: dict | None = field(default=None, repr=False, compare=False)
     TITLES: ClassVar[dict[str, str]] = {
         "files": "this session can move the checkpoint's files",
         "stopped": "the query is stopped",
@@ -53,11 +51,12 @@ def check_rollback(ckpt: Checkpoint, plan: Plan, force: bool = False,
     inventory = ckpt.fs.raw().walk()
     stale = refuse_if(_not_in_plan(plan, inventory, diagnosed), "the diagnosis")
     moving = cannot_modify(ckpt, "rollback")
-    return Checks((Requirement("files", moving is None, moving or "classic session, or "
-                                                                "Databricks' dbutils.fs"),
-                   shared.stopped(activity, force),
-                   Requirement("plan_current", stale is None, stale or "no batch ran since")),
-                  inventory)
+    files = Requirement("files", moving is None, moving or "classic session, or Databricks' "
+                                                           "dbutils.fs")
+    return Checks(requirements=(files, shared.stopped(activity, force),
+                                Requirement("plan_current", stale is None,
+                                            stale or "no batch ran since")),
+                  inventory=inventory)
 
 
 class _Rollback:

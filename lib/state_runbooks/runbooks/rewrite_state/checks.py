@@ -3,7 +3,7 @@ called: nothing is left to Spark's own refusal, which may come after it wrote so
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from state_runbooks.common.errors import RunbookError
@@ -35,10 +35,6 @@ class Checks(RequirementList):
     provider_before: str  # hdfs or rocksdb: the kind pinned in the newest offsets entry
     provider_after: str
     output_path: str  # the new location, fully qualified; empty: in place
-    requirements: tuple[Requirement, ...]
-    # Every file of the checkpoint as the checks listed it: the apply journals it when the logs
-    # show that nothing ran since, instead of listing again.
-    inventory: dict | None = field(default=None, repr=False, compare=False)
 
     TITLES: ClassVar[dict[str, str]] = {
         "spark_version": "Spark 4.2 or later, a release this rewrite is verified on",
@@ -125,7 +121,7 @@ def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_wh
         f"output_path {output} is absent: the original stays untouched" if output else
         "in place: the rewrite is a new batch of this checkpoint, backed up and journaled first")))
     reqs.append(shared.stopped(activity, force))
-    return Checks(before, after, output, tuple(reqs), inventory)
+    return Checks(before, after, output, requirements=tuple(reqs), inventory=inventory)
 
 
 def _metadata(ckpt: Checkpoint) -> Requirement:

@@ -60,7 +60,7 @@ class Copies:
 def _bare_drop(spark, path: str, last: int) -> tuple[int, int]:
     """What the apply does at its least: the new batch's offsets entry, Spark's rewriter with the
     drop, the commit, and the rows counted before and after."""
-    from state_runbooks.runbooks.rewrite_state.rewriter import run_rewriter
+    from state_runbooks.safety.state_rewriter import run_rewriter
     count = spark.read.format("statestore").load(path).count()
     shutil.copy(f"{path}/offsets/{last}", f"{path}/offsets/{last + 1}")
     run_rewriter(spark, "file:" + path, last, "file:" + path, last + 1,
@@ -114,7 +114,7 @@ def bench(ctx) -> list[dict]:
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(meta, dest)
         shutil.copy(f"{path}/offsets/{last}", target / "offsets" / str(last + 1))
-        from state_runbooks.runbooks.rewrite_state.rewriter import run_rewriter
+        from state_runbooks.safety.state_rewriter import run_rewriter
         run_rewriter(ctx.spark, "file:" + path, last, "file:" + str(target), last + 1)
         shutil.copy(f"{path}/commits/{last}", target / "commits" / str(last + 1))
 

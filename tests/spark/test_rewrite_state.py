@@ -22,8 +22,8 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import demo_query
 from state_runbooks.runbooks import rewrite_state as rs
-from state_runbooks.runbooks.rewrite_state import rewriter
 from state_runbooks.running.results import Summary
+from state_runbooks.safety import state_rewriter as rewriter
 from state_runbooks.session.spark_session import session_conf
 
 ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"

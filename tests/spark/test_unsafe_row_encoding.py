@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from state_runbooks.runbooks.rewrite_state.encoding import arrow_encoder, unsupported_types
+from state_runbooks.core.unsafe_row import arrow_encoder, unsupported_types
 
 COLUMNS = {  # name -> (SQL type, a value, another value)
     "b": ("boolean", "true", "false"),

@@ -4,8 +4,11 @@ Layers, from the bottom up; a module imports only its own layer and those below 
 
     common   errors, formatting, redaction, Spark's names for things, the Java check
     session  the Spark session and the local servers
-    core     reading a checkpoint: file systems, logs, operators, stores, state reader, loads, growth
-    safety   changing a checkpoint without losing anything: activity guard, backup, journal, undo
+    core     reading a checkpoint: file systems, logs, operators, stores, schemas, state reader, the
+             UnsafeRow format, loads, growth
+    query    the user's changed query: its job file, and Spark's planning and restart checks of it
+    safety   changing a checkpoint without losing anything: the one change procedure, activity
+             guard, backup, journal, undo; Spark's state rewriter and the logs of a new batch
     demos    demo checkpoints and event logs, and the faults the tests and demos inject
     running  what notebook cells and runbooks import: a runbook's start, parameters, summary, plots
     runbooks one package per notebook; none imports another
@@ -23,7 +26,7 @@ import pathlib
 import pytest
 
 LIB = pathlib.Path(__file__).resolve().parents[2] / "lib" / "state_runbooks"
-LAYERS = ("common", "session", "core", "safety", "demos", "running", "runbooks", "cli")
+LAYERS = ("common", "session", "core", "query", "safety", "demos", "running", "runbooks", "cli")
 MAX_LINES = 500
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from state_runbooks.runbooks.rewrite_state.encoding import unsupported_types
+from state_runbooks.core.unsafe_row import unsupported_types
 
 
 def test_types_it_does_not_lay_out_are_named():

@@ -16,6 +16,8 @@ One module per concern:
 - :mod:`.check`: all of it in order; :mod:`.report`: lines, summary and what the demo showed;
 - :mod:`.demo`: the demo job's three changes.
 """
+from state_runbooks.query.job import DEFAULT_FUNCTION, JobQuery, load_job
+
 from .check import Check, add_rehearsal, check_query_change, halves
 from .demo import (
     CHANGES,
@@ -28,7 +30,6 @@ from .demo import (
     job_to_check,
     run_demo_changes,
 )
-from .load_job import DEFAULT_FUNCTION, JobQuery, load_job
 from .report import (
     checks_lines,
     ignored_lines,

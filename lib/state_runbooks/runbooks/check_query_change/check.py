@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from state_runbooks.core.state_layout import state_layout
+from state_runbooks.query.job import JobQuery, session_value
+from state_runbooks.query.planning import Probe, probe
 from state_runbooks.session.spark_session import is_connect
 
 from . import compare as cmp
-from .layout import state_layout
-from .load_job import JobQuery, session_value
 from .pinned_settings import pinned_settings
 from .plan_text import explain_text, plan_facts
 from .rehearsal import Rehearsal, rehearse
 from .source_changes import compare_sources
 from .sources import checkpoint_sources, query_sources
-from .spark_check import Probe, probe
 from .verdict import Verdict, decide
 
 

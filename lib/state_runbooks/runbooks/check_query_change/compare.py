@@ -17,8 +17,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from . import schemas
-from .layout import OperatorState
+from state_runbooks.core import state_schemas as schemas
+from state_runbooks.core.state_layout import OperatorState
+
 from .pinned_settings import PinnedSetting, short
 from .source_changes import SourceVerdict
 

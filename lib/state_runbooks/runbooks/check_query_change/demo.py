@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
 from state_runbooks.demos.jobs import events_per_window
+from state_runbooks.query.job import load_job
 from state_runbooks.running.parameters import check_not_placeholder
 
 from .check import Check, check_query_change
-from .load_job import load_job
 
 DEMO_JOB_FILE = events_per_window.__file__
 # The demo checkpoint: the job's query, 3 batches of 10 rows, on 2 partitions.

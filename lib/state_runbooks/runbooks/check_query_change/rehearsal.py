@@ -26,9 +26,8 @@ from state_runbooks.common.errors import (
 )
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.state_files import STATE_FILE_PATTERN, zip_ssts
+from state_runbooks.query.planning import checked_files, copy_pointing_here
 from state_runbooks.session.spark_session import progress_dict, session_conf
-
-from .spark_check import checked_files, copy_pointing_here
 
 TIMEOUT_SECONDS = 600
 SOURCES_ASSERTION = "sources in the checkpoint offsets"

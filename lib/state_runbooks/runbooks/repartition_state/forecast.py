@@ -1,12 +1,9 @@
 """Rows per partition now and after a repartition, and a checksum of every state row, from one
 scan per unit of the operator model.
 
-Spark places a state row in partition ``pmod(murmur3 hash of the partitioning key, n)`` (the
-``hash`` SQL function is that hash). Which part of the store's key is the partitioning key differs
-by store: the whole key (aggregations, deduplication, a join's ``keyToNumValues``), or the key
-without its last field (a join's ``keyWithIndexToValue`` adds the value's index; a session window
-adds the session). Nothing is assumed: each rule is checked against every row's ``partition_id``
-now, and the forecast uses the rule that places every row where it is; when none does, there is no
+Spark places a state row by the hash of its partitioning key (:mod:`state_runbooks.core.
+state_placement`: the whole key, or the key without its last field, by store). Nothing is
+assumed: each rule is checked against every row's ``partition_id`` now, and the forecast uses the rule that places every row where it is; when none does, there is no
 forecast for that unit, and it says so.
 
 The row checksum of every key and value (``core/row_checksums.py``) is computed in the same scan,
@@ -26,10 +23,9 @@ from state_runbooks.core.row_checksums import (
     of_row,
     sums,
 )
+from state_runbooks.core.state_placement import rule_hashes
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 from state_runbooks.safety.change import last_committed, read_for_plan
-
-RULES = ("key", "key without its last field")
 
 
 @dataclass
@@ -58,24 +54,6 @@ def _skew(counts: list[int]) -> float | None:
     return max(counts) / (total / len(counts)) if counts and total else None
 
 
-def _rule_hashes(df):
-    """Hash columns of each placement rule that applies to the unit's key, by rule."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-    if "key" not in df.columns or not isinstance(df.schema["key"].dataType, T.StructType):
-        return {}
-    fields = df.schema["key"].dataType.fields
-    rules = {RULES[0]: F.hash(F.col("key"))}
-    if len(fields) > 1:
-        # Key fields can share a name (grouping expressions all become _groupingexpression): a
-        # cast renames them by position, which the hash ignores (it hashes values in order).
-        named = T.StructType([T.StructField(f"f{i}", f.dataType, f.nullable)
-                              for i, f in enumerate(fields)])
-        key = F.col("key").cast(named)
-        rules[RULES[1]] = F.hash(F.struct(*[key[f"f{i}"] for i in range(len(fields) - 1)]))
-    return rules
-
-
 def scan_unit(ckpt: Checkpoint, unit, batch_id: int, num_partitions: int,
               new_partitions: int | None = None, committed_now: bool = False) -> UnitScan:
     """Rows per partition (on ``num_partitions``), the placement rule and the checksum; with
@@ -89,7 +67,7 @@ def scan_unit(ckpt: Checkpoint, unit, batch_id: int, num_partitions: int,
     df = (read_unit(ckpt, unit, options={"batchId": batch_id}) if committed_now
           else read_unit(ckpt, unit, batch_id))
     values = [c for c in df.columns if c != "partition_id"]
-    rules = _rule_hashes(df)
+    rules = rule_hashes(df)
     pid = F.col("partition_id")
     hashed = per_core_tasks(ckpt.spark, df).select(
         pid, *hash_columns(values),

@@ -18,6 +18,12 @@ One module per concern:
 """
 from state_runbooks.demos.continuation import Continued, continue_query
 from state_runbooks.safety.requirements import requirement_lines
+from state_runbooks.safety.state_rewriter import (
+    VERIFIED_CONSTRUCTOR,
+    VERIFIED_SPARK,
+    rewriter_presence,
+    run_rewriter,
+)
 
 from .apply import REWRITE, Rewritten, rewrite, undo
 from .checks import (
@@ -36,12 +42,6 @@ from .report import (
     plan_lines,
     summarize,
     what_this_showed,
-)
-from .rewriter import (
-    VERIFIED_CONSTRUCTOR,
-    VERIFIED_SPARK,
-    rewriter_presence,
-    run_rewriter,
 )
 
 __all__ = [

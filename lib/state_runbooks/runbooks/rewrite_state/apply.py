@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from state_runbooks.common.errors import first_line
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs, remove_tree
+from state_runbooks.safety import new_batch as location
 from state_runbooks.safety.activity import QUIET_MINUTES
 from state_runbooks.safety.change import apply_change, last_committed, undo_change
 from state_runbooks.safety.safekeeping import Change, Outcome, changed_files
+from state_runbooks.safety.state_rewriter import run_rewriter
 
-from . import location
 from .checks import Checks, check_requirements, rocksdb_class
 from .plan import Plan, plan_unless_active
-from .rewriter import run_rewriter
 from .transforms import make_transform
 from .verify import compare_rows, verification_lines
 

@@ -11,6 +11,7 @@ from state_runbooks.common.runtime import provider_classes, provider_kind
 from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
+from state_runbooks.core.unsafe_row import unsupported_types
 from state_runbooks.safety import requirements as shared
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
 from state_runbooks.safety.requirements import (
@@ -18,9 +19,7 @@ from state_runbooks.safety.requirements import (
     RequirementList,
     version_tuple,
 )
-
-from .encoding import unsupported_types
-from .rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence
+from state_runbooks.safety.state_rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence
 
 TARGET_PROVIDERS = ("", "rocksdb")
 # Operator families whose rewrite the tests verify on the installed Spark (rows read back equal,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, spark_error_text, spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.operators import StateUnit, operator_model, state_units
+from state_runbooks.core.operators import state_units
 from state_runbooks.core.row_checksums import (
     H1,
     H2,
@@ -29,15 +29,12 @@ from state_runbooks.core.row_checksums import (
     of_row,
     sums,
 )
+from state_runbooks.core.state_placement import key_width_cut, partition_key
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 from state_runbooks.safety.change import last_committed, read_for_plan
 from state_runbooks.safety.requirements import Requirement
 
 EXAMPLES = 3
-# Stores whose key is the partitioning key and one more field (a join's value index, a session's
-# window): the drop compares the key without its last field.
-_KEY_PLUS_ONE = ("join_rows",)
-_KEY_PLUS_ONE_FAMILIES = ("session_window",)
 PK = "_pk"  # the partitioning key, its fields renamed f0, f1, ... (compared by position)
 
 
@@ -84,33 +81,6 @@ class Plan:
         location): a rewrite would write the same state as a new batch."""
         return (bool(self.drop_keys_where) and not any(self.rows_dropped.values())
                 and checks.provider_after == checks.provider_before and not checks.output_path)
-
-
-def key_width_cut(ckpt: Checkpoint, unit: StateUnit) -> int:
-    """How many trailing key fields are not part of the partitioning key (0 or 1)."""
-    family = operator_model(ckpt, unit.operator_id).family
-    return 1 if unit.kind in _KEY_PLUS_ONE or family in _KEY_PLUS_ONE_FAMILIES else 0
-
-
-def partition_key(df, cut: int):
-    """The partitioning key of ``df``'s rows as a struct of fields ``f0, f1, ...`` (positional: a
-    join's key is ``field0`` in one store and named in the raw rows)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-    fields = df.schema["key"].dataType.fields
-    named = F.col("key").cast(T.StructType(
-        [T.StructField(f"f{i}", f.dataType, f.nullable) for i, f in enumerate(fields)]))
-    return F.struct(*[named[f"f{i}"].alias(f"f{i}") for i in range(len(fields) - cut)])
-
-
-def canonical(column, dtype):
-    """A struct column renamed to ``f0, f1, ...`` (metadata dropped), to compare by position
-    (fields may share a name: grouping expressions all become ``_groupingexpression``)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-    named = column.cast(T.StructType([T.StructField(f"f{i}", f.dataType, f.nullable)
-                                      for i, f in enumerate(dtype.fields)]))
-    return F.struct(*[named[f"f{i}"].alias(f"f{i}") for i in range(len(dtype.fields))])
 
 
 def _matches(df, condition: str):

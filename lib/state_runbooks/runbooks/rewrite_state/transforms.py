@@ -16,18 +16,12 @@ from __future__ import annotations
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model, state_units
+from state_runbooks.core.state_placement import canonical, key_width_cut, partition_key
 from state_runbooks.core.state_reader import read_unit
+from state_runbooks.core.unsafe_row import encode_state_rows
+from state_runbooks.safety.state_rewriter import as_raw_rows
 
-from .encoding import arrow_encoder
-from .plan import (
-    BROADCAST_KEYS,
-    PK,
-    Plan,
-    canonical,
-    key_width_cut,
-    partition_key,
-    without_dropped,
-)
+from .plan import BROADCAST_KEYS, PK, Plan, without_dropped
 
 
 def make_transform(ckpt: Checkpoint, plan: Plan, source_kind: str):
@@ -61,7 +55,6 @@ def _drop_raw(raw, keys, n: int, key_count: int):
 
 
 def _encode(ckpt: Checkpoint, plan: Plan, unit, raw, keys, n: int):
-    from pyspark.sql import functions as F
     rows = read_unit(ckpt, unit, plan.batch_id)
     cut = key_width_cut(ckpt, unit)
     if keys is not None:
@@ -69,27 +62,4 @@ def _encode(ckpt: Checkpoint, plan: Plan, unit, raw, keys, n: int):
         rows = without_dropped(rows, keys, cut, count)
         if count > BROADCAST_KEYS:  # joined by a shuffle: placed again by Spark's rule
             rows = rows.repartition(n, partition_key(rows, cut))
-    # Arrow refuses a struct whose fields share a name (grouping expressions all become
-    # _groupingexpression): the encoding is positional, so the fields are renamed f0, f1, ...
-    key_type = positional(rows.schema["key"].dataType)
-    value_type = positional(rows.schema["value"].dataType)
-    encoded = rows.select(F.col("key").cast(key_type).alias("key"),
-                          F.col("value").cast(value_type).alias("value")).mapInArrow(
-        arrow_encoder(key_type, value_type), "key_bytes binary, value_bytes binary")
-    # Spark's writer reads the bytes and the column family, never the partitioning key.
-    pk_type = raw.schema["partition_key"].dataType
-    return encoded.select(F.lit(None).cast(pk_type).alias("partition_key"), "key_bytes",
-                          "value_bytes",
-                          # nullable, as in Spark's raw rows (a bare literal is not): the
-                          # only column family of every store the HDFS-backed provider keeps
-                          F.when(F.col("key_bytes").isNotNull(), F.lit("default"))
-                          .alias("column_family_name"))
-
-
-def positional(dtype):
-    """``dtype`` with every struct field renamed ``f0, f1, ...`` at every depth (no metadata)."""
-    from pyspark.sql import types as T
-    if isinstance(dtype, T.StructType):
-        return T.StructType([T.StructField(f"f{i}", positional(f.dataType), f.nullable)
-                             for i, f in enumerate(dtype.fields)])
-    return dtype
+    return as_raw_rows(encode_state_rows(rows), raw.schema)

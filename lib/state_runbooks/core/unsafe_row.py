@@ -1,13 +1,14 @@
-"""State rows of the HDFS-backed provider in the raw form Spark's rewriter writes.
+"""State rows in the raw form Spark's state rewriter writes: UnsafeRow bytes.
 
-Spark's rewriter reads its rows with a reader that refuses any provider but RocksDB (seen on 4.3:
-``STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER``), so the rows of an HDFS-backed store
-are read with Spark's ordinary state reader (``key`` and ``value`` structs) and turned back into
-the bytes Spark keeps them as: UnsafeRow, byte for byte as Spark's own writer lays it out (the null
-bits, an 8-byte slot per field, variable-length data after them, each piece rounded up to 8 bytes
-with zeros). Exact bytes matter beyond the rows read back: RocksDB finds a key by its bytes, so a
-key laid out otherwise would be read back equal and yet never found by the restarted query (the
-tests restart it). Types outside :func:`unsupported_types` are refused before anything is written.
+Rows read with Spark's ordinary state reader (``key`` and ``value`` structs: an HDFS-backed
+store, whose rows Spark's raw reader refuses, or rows mapped to a changed query's schema) are
+turned into the bytes Spark keeps them as: UnsafeRow, byte for byte as Spark's own writer lays it
+out (the null bits, an 8-byte slot per field, variable-length data after them, each piece rounded
+up to 8 bytes with zeros). Exact bytes matter beyond the rows read back: RocksDB finds a key by
+its bytes, so a key laid out otherwise would be read back equal and yet never found by the
+restarted query (tests/spark/test_unsafe_row_encoding.py compares with Spark's own bytes, and the
+runbooks' tests restart the query). Types outside :func:`unsupported_types` are refused before
+anything is written.
 
 The encoding runs in the executors' Python workers over Arrow batches: no row reaches the driver.
 """
@@ -156,3 +157,26 @@ def _py_rows(column) -> list:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     return plain(column)
+
+
+def positional(dtype):
+    """``dtype`` with every struct field renamed ``f0, f1, ...`` at every depth (no metadata)."""
+    from pyspark.sql import types as T
+    if isinstance(dtype, T.StructType):
+        return T.StructType([T.StructField(f"f{i}", positional(f.dataType), f.nullable)
+                             for i, f in enumerate(dtype.fields)])
+    return dtype
+
+
+def encode_state_rows(rows):
+    """``rows`` (columns ``key`` and ``value``, structs; a null value stays null) as their
+    UnsafeRow bytes, columns ``key_bytes`` and ``value_bytes``, in the same partitions.
+
+    Arrow refuses a struct whose fields share a name (grouping expressions all become
+    ``_groupingexpression``): the encoding is positional, so the fields are renamed first."""
+    from pyspark.sql import functions as F
+    key_type = positional(rows.schema["key"].dataType)
+    value_type = positional(rows.schema["value"].dataType)
+    return rows.select(F.col("key").cast(key_type).alias("key"),
+                       F.col("value").cast(value_type).alias("value")).mapInArrow(
+        arrow_encoder(key_type, value_type), "key_bytes binary, value_bytes binary")

@@ -1,14 +1,15 @@
 """The stateful operators of a state folder and each store's schemas, read from the files Spark
 writes for them: the operator metadata (``state/<op>/_metadata/metadata``, or the newest
 ``_metadata/v2/<batch>``) and the schema files. The same reading serves the checkpoint (the old
-query) and the folder Spark's planning writes for the changed query (:mod:`.spark_check`).
+query) and the folder Spark's planning writes for the changed query
+(:mod:`state_runbooks.query.planning`).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 
-from .schemas import ColumnFamilySchema, read_schema_file
+from .state_schemas import ColumnFamilySchema, read_schema_file
 
 
 @dataclass

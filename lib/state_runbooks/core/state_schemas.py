@@ -11,7 +11,7 @@ the same, or the same fields in the same order with the same types, names aside,
 may become non-nullable but not nullable. A changed key raises
 ``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE``, a changed value ``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``.
 :func:`compatible` mirrors it for reading and for Spark Connect; in a classic session the verdict
-comes from Spark's own check (:mod:`.spark_check`).
+comes from Spark's own check (:mod:`state_runbooks.query.planning`).
 """
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ with the checkpoint's pinned settings applied as a restart applies them:
 
 Both folders are local and temporary; the checkpoint is only read. Planning needs Spark's
 internal classes, whose constructor differs between versions: when it cannot be called, the
-prediction says so and falls back to comparing the files (:mod:`.compare`).
+prediction says so, and a runbook falls back to comparing the files with
+:func:`state_runbooks.core.state_schemas.compatible`.
 """
 from __future__ import annotations
 
@@ -27,9 +28,8 @@ from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import first_line, spark_error_class
 from state_runbooks.core.fs import open_fs
+from state_runbooks.core.state_layout import OperatorState, state_layout
 from state_runbooks.session.spark_session import is_connect, session_conf
-
-from .layout import OperatorState, state_layout
 
 INCREMENTAL_EXECUTION = (
     "org.apache.spark.sql.execution.streaming.runtime.IncrementalExecution",  # 4.1 and later

@@ -59,3 +59,16 @@ def id_ranges(ids: list[int]) -> str:
 def bullet_lines(items: list[str]) -> str:
     """A short list as printed at the end of a demo ("What this showed"): one ``- item`` a line."""
     return "\n".join(f"- {item}" for item in items)
+
+
+def row_text(value, limit: int = 120) -> str:
+    """A state row (a Row, or a struct of one) in one short line: ``{field: value, ...}``, nested
+    structs alike, times as Spark shows them; cut at ``limit`` characters."""
+    def text(v) -> str:
+        if hasattr(v, "asDict"):
+            v = v.asDict(recursive=True)
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k}: {text(x)}" for k, x in v.items()) + "}"
+        return "null" if v is None else str(v)
+    shown = text(value)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

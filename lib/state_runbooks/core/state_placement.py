@@ -32,8 +32,9 @@ def _positional_key(df):
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
     fields = df.schema["key"].dataType.fields
-    return F.col("key").cast(T.StructType(
-        [T.StructField(f"f{i}", f.dataType, f.nullable) for i, f in enumerate(fields)])), len(fields)
+    named = T.StructType([T.StructField(f"f{i}", f.dataType, f.nullable)
+                          for i, f in enumerate(fields)])
+    return F.col("key").cast(named), len(fields)
 
 
 def partition_key(df, cut: int):

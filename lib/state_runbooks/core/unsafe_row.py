@@ -113,9 +113,10 @@ def _set_null(buf: bytearray, i: int) -> None:
     buf[(i // 64) * 8 + (i % 64) // 8] |= 1 << (i % 8)
 
 
-def arrow_encoder(key_type, value_type):
-    """A ``mapInArrow`` function: batches of (``key``, ``value``) in, batches of their bytes
-    (``key_bytes``, ``value_bytes``) out."""
+def arrow_encoder(key_type, value_type, keep: tuple[str, ...] = ()):
+    """A ``mapInArrow`` function: batches of (``key``, ``value``, then the ``keep`` columns) in,
+    batches of their bytes (``key_bytes``, ``value_bytes``) and the ``keep`` columns as they
+    were out."""
     import sys
 
     from pyspark import cloudpickle
@@ -131,8 +132,9 @@ def arrow_encoder(key_type, value_type):
             yield pa.RecordBatch.from_arrays(
                 [pa.array([encode_row(k, key_plan) for k in keys], pa.binary()),
                  pa.array([None if v is None else encode_row(v, value_plan) for v in values],
-                          pa.binary())],
-                names=["key_bytes", "value_bytes"])
+                          pa.binary()),
+                 *[batch.column(2 + i) for i in range(len(keep))]],
+                names=["key_bytes", "value_bytes", *keep])
     return encode
 
 
@@ -168,15 +170,21 @@ def positional(dtype):
     return dtype
 
 
-def encode_state_rows(rows):
+def encode_state_rows(rows, keep: tuple[str, ...] = ()):
     """``rows`` (columns ``key`` and ``value``, structs; a null value stays null) as their
-    UnsafeRow bytes, columns ``key_bytes`` and ``value_bytes``, in the same partitions.
+    UnsafeRow bytes, columns ``key_bytes`` and ``value_bytes``, and the ``keep`` columns as
+    they are, in the same partitions.
 
     Arrow refuses a struct whose fields share a name (grouping expressions all become
     ``_groupingexpression``): the encoding is positional, so the fields are renamed first."""
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
     key_type = positional(rows.schema["key"].dataType)
     value_type = positional(rows.schema["value"].dataType)
+    kept = [T.StructField(name, positional(rows.schema[name].dataType)) for name in keep]
+    out = T.StructType([T.StructField("key_bytes", T.BinaryType()),
+                        T.StructField("value_bytes", T.BinaryType()), *kept])
     return rows.select(F.col("key").cast(key_type).alias("key"),
-                       F.col("value").cast(value_type).alias("value")).mapInArrow(
-        arrow_encoder(key_type, value_type), "key_bytes binary, value_bytes binary")
+                       F.col("value").cast(value_type).alias("value"),
+                       *[F.col(f.name).cast(f.dataType).alias(f.name) for f in kept]).mapInArrow(
+        arrow_encoder(key_type, value_type, keep), out)

@@ -65,15 +65,23 @@ def checked_files(walk: dict) -> list[str]:
     return sorted(rel for rel in walk if _CHECKED_FILE.match(rel))
 
 
-def copy_pointing_here(src, dst, rel: str) -> None:
-    """Copy one file; operator metadata v2 names schema files by absolute path, so the copy's
-    names point into the copy (Spark must never be led back to the original)."""
-    if "/_metadata/v2/" in rel:
+def copy_pointing_here(src, dst, rel: str, dst_rel: str | None = None) -> None:
+    """Copy one file (to ``dst_rel``, by default the same path); operator metadata v2 names
+    schema files by absolute path, so the copy's names point into the copy (Spark must never be
+    led back to the original)."""
+    target = dst_rel or rel
+    if is_metadata_v2(rel):
         text = src.read_text(rel)
         root = dst.uri("").rstrip("/")
-        dst.write_bytes(rel, _SCHEMA_PATH.sub(lambda m: f'"{root}{m.group(2)}"', text).encode())
+        dst.write_bytes(target,
+                        _SCHEMA_PATH.sub(lambda m: f'"{root}{m.group(2)}"', text).encode())
     else:
-        src.copy_to(rel, dst, rel)
+        src.copy_to(rel, dst, target)
+
+
+def is_metadata_v2(rel: str) -> bool:
+    """Operator metadata v2 (``state/<op>/_metadata/v2/<batch>``), which names files by path."""
+    return "/_metadata/v2/" in rel
 
 
 def _class(jvm, names):
@@ -128,6 +136,31 @@ def _unwrap(exc: BaseException) -> BaseException:
     return java if unwrapped and java is not None else exc
 
 
+def plan_fresh(spark, job, folder: str, metadata_json: str, query_id: str) -> list[OperatorState]:
+    """Plan the changed query as the first batch of a new query in the local ``folder``: Spark
+    writes there the operator metadata and state schemas the changed query uses (read back and
+    returned). Raises what Spark's planning raises."""
+    # A new query's folder, as Spark makes it before its first batch (transformWithState looks
+    # for its logs there).
+    for log in ("offsets", "commits"):
+        os.makedirs(os.path.join(folder, log), exist_ok=True)
+    # A new query logs batch 0's offsets before it plans it; operators whose metadata is v2
+    # (transformWithState, join state format 3) find their batch through it.
+    with open(os.path.join(folder, "offsets", "0"), "w") as entry:
+        entry.write(f"v1\n{metadata_json}\n")
+    with session_conf(spark, job.job_conf):
+        _plan(spark, job, f"file:{folder}/state", 0, metadata_json, query_id)
+    return state_layout(spark, open_fs(spark, f"file:{folder}"))
+
+
+def restart_settings(ckpt) -> tuple[int, str, str]:
+    """The newest offsets entry's batch, its metadata line (the settings a restart applies) and
+    the query's id: what planning the changed query as a restart takes."""
+    newest = ckpt.offset_batch_ids[-1]
+    metadata_json = ckpt.fs.read_text(f"offsets/{newest}").splitlines()[1]
+    return newest, metadata_json, ckpt.query_id or "00000000-0000-0000-0000-000000000000"
+
+
 def probe(spark, ckpt, job, batch_id: int, metadata_json: str, query_id: str) -> Probe:
     """Plan the changed query twice (see the module's docstring)."""
     import time
@@ -137,18 +170,10 @@ def probe(spark, ckpt, job, batch_id: int, metadata_json: str, query_id: str) ->
     folder = tempfile.mkdtemp(prefix="state-runbooks-check-")
     try:
         with session_conf(spark, job.job_conf):
-            # A new query's folder, as Spark makes it before its first batch (transformWithState
-            # looks for its logs there).
-            for log in ("offsets", "commits"):
-                os.makedirs(os.path.join(folder, "fresh", log))
-            # A new query logs batch 0's offsets before it plans it; operators whose metadata
-            # is v2 (transformWithState, join state format 3) find their batch through it.
-            with open(os.path.join(folder, "fresh", "offsets", "0"), "w") as entry:
-                entry.write(f"v1\n{metadata_json}\n")
             new_operators, fresh_note, new_known = [], "", False
             try:
-                _plan(spark, job, f"file:{folder}/fresh/state", 0, metadata_json, query_id)
-                new_operators = state_layout(spark, open_fs(spark, f"file:{folder}/fresh"))
+                new_operators = plan_fresh(spark, job, os.path.join(folder, "fresh"),
+                                           metadata_json, query_id)
                 new_known = True
             except Exception as exc:  # noqa: BLE001 - see below
                 inner = _unwrap(exc)

@@ -8,8 +8,14 @@ import re
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.runtime import provider_classes, provider_kind
+from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import open_fs
 from state_runbooks.core.operators import operator_model
+
+TARGET_PROVIDERS = ("", "rocksdb")  # keep the pinned provider, or move to RocksDB
 
 
 @dataclass(frozen=True)
@@ -147,3 +153,73 @@ def stopped(activity, force: bool) -> Requirement:
     return Requirement("stopped", False, seen + (" (force=True: going on)" if force else
                                                  ". Stop it, wait, or pass force=True when you "
                                                  "know it is stopped"), overridden=force)
+
+
+# -- the requirements of a change written by Spark's state rewriter --------------------------------
+def check_target_provider(target_provider: str) -> str:
+    if target_provider not in TARGET_PROVIDERS:
+        raise RunbookError(f"target_provider={target_provider!r} is not valid: use \"\" (keep the "
+                           "pinned provider) or \"rocksdb\"")
+    return target_provider
+
+
+def rocksdb_class() -> str:
+    return provider_classes().rocksdb
+
+
+def pinned_kind(conf: dict) -> str:
+    """The provider kind an offsets entry's conf pins (none pinned: Spark's default, HDFS)."""
+    return provider_kind(conf.get(PROVIDER_CONF))
+
+
+def format_v1(ckpt: Checkpoint, noun: str) -> Requirement:
+    """A v2 commit names each version's unique id, which a change's commit of its new batch does
+    not write: not verified, so refused."""
+    return Requirement("format", ckpt.format_version == 1,
+                       "checkpoint format v1" if ckpt.format_version == 1 else
+                       f"checkpoint format v{ckpt.format_version}: the {noun} is verified on "
+                       "format v1 checkpoints only; nothing will be changed")
+
+
+def operator_metadata(ckpt: Checkpoint) -> Requirement:
+    """Spark's rewriter finds the operators and their stores in the operator metadata."""
+    missing = [op.operator_id for op in ckpt.operators() if op.source == "files"]
+    if missing:
+        return Requirement("metadata", False,
+                           f"operator(s) {', '.join(map(str, missing))} have no operator "
+                           "metadata (a query last run before Spark 3.5, or its _metadata was "
+                           "lost): Spark's rewriter needs it; run the query once on Spark 4 first")
+    return Requirement("metadata", True, "operator metadata present for every operator")
+
+
+def writes_rocksdb(before: str, after: str, noun: str) -> Requirement:
+    """Spark's rewriter writes with RocksDB only: an HDFS-backed checkpoint moves in the same
+    change, when asked."""
+    if after == "rocksdb":
+        return Requirement("writes", True, "writes with RocksDB (" + (
+            "pinned now)" if before == after else f"moved from {before})"))
+    return Requirement("writes", False,
+                       f"the checkpoint pins the {before} provider, and Spark's rewriter writes "
+                       "with RocksDB only (the HDFS-backed provider cannot start a version "
+                       f"empty): pass target_provider=rocksdb to move it in the same {noun}")
+
+
+def output_location(ckpt: Checkpoint, output_path: str, noun: str) -> tuple[str, Requirement]:
+    """The new location, qualified (empty: in place), and whether it can be written to: it must
+    not overlap the checkpoint and must be absent or empty (a change never writes over
+    anything)."""
+    if not output_path.strip():
+        return "", Requirement("output", True, f"in place: the {noun} is a new batch of this "
+                                               "checkpoint, backed up and journaled first")
+    out = open_fs(ckpt.spark, output_path.strip()).raw()
+    root = ckpt.root
+    if out.root == root or out.root.startswith(root + "/") or root.startswith(out.root + "/"):
+        return out.root, Requirement(
+            "output", False, f"output_path {out.root} overlaps the checkpoint {root}: pick a "
+                             f"folder outside it (empty output_path: the {noun} in place)")
+    if out.exists() and (not out.is_dir() or out.list()):
+        return out.root, Requirement(
+            "output", False, f"output_path {out.root} exists and is not empty: pick a new folder "
+                             f"(the {noun} never writes over anything)")
+    return out.root, Requirement("output", True,
+                                 f"output_path {out.root} is absent: the original stays untouched")

@@ -5,13 +5,13 @@ that the JVM calls back (the gateway's callback server, as ``foreachBatch`` uses
 ``org.apache.spark.sql.execution.streaming.state.StateRewriter`` is internal to Spark (its offline
 repartition is built on it): nothing promises its constructor from one release to the next, so
 :func:`rewriter_presence` compares it with the one verified here (tests/spark/test_rewrite_state.py
-and test_migrate_state.py) and a runbook refuses, in one line, on anything else. Seen on 4.3: for each store of each operator it reads the
-store at the read batch with every column family as raw rows (``partition_key`` struct,
-``key_bytes``, ``value_bytes``, ``column_family_name``), calls the transform once on the driver,
-and each task of the result writes its own partition (the task's partition id) as a fresh
-snapshot of version ``write batch + 1``, with the store settings of the write location's offsets
-entry for the write batch, and the operators and state schemas of the write location's operator
-metadata at the read batch. Only the RocksDB provider writes that way (the HDFS-backed one
+and test_migrate_state.py) and a runbook refuses, in one line, on anything else. Seen on 4.3:
+for each store of each operator it reads the store at the read batch with every column family
+as raw rows (``partition_key`` struct, ``key_bytes``, ``value_bytes``, ``column_family_name``),
+calls the transform once on the driver, and each task of the result writes its own partition
+(the task's partition id) as a fresh snapshot of version ``write batch + 1``, with the store
+settings of the write location's offsets entry for the write batch, and the operators and state
+schemas of the write location's operator metadata at the read batch. Only the RocksDB provider writes that way (the HDFS-backed one
 refuses an empty start).
 """
 from __future__ import annotations
@@ -76,16 +76,17 @@ def store_of(jdf) -> tuple[int, str]:
 
 
 def as_raw_rows(encoded, raw_schema):
-    """Rows of ``key_bytes`` and ``value_bytes`` in the shape of the rewriter's raw rows
-    (``raw_schema``), for a store of one column family: its writer reads the bytes and the
-    column family, never the partitioning key (left null)."""
+    """Rows of ``key_bytes`` and ``value_bytes`` (and ``column_family_name``, else the store's
+    one family, ``default``) in the shape of the rewriter's raw rows (``raw_schema``): its writer
+    reads the bytes and the column family, never the partitioning key (left null)."""
     from pyspark.sql import functions as F
     pk_type = raw_schema["partition_key"].dataType
+    family = (F.col("column_family_name") if "column_family_name" in encoded.columns
+              else F.lit("default"))
     return encoded.select(F.lit(None).cast(pk_type).alias("partition_key"), "key_bytes",
                           "value_bytes",
-                          # nullable, as in Spark's raw rows (a bare literal is not): the only
-                          # column family of a store of one family
-                          F.when(F.col("key_bytes").isNotNull(), F.lit("default"))
+                          # nullable, as in Spark's raw rows (a bare literal is not)
+                          F.when(F.col("key_bytes").isNotNull(), family)
                           .alias("column_family_name"))
 
 

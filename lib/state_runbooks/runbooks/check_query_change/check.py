@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from state_runbooks.core.state_layout import state_layout
 from state_runbooks.query.job import JobQuery, session_value
-from state_runbooks.query.planning import Probe, probe
+from state_runbooks.query.planning import Probe, probe, restart_settings
 from state_runbooks.session.spark_session import is_connect
 
 from . import compare as cmp
@@ -69,11 +69,10 @@ class Check:
 
 def compare_query(spark, ckpt, job: JobQuery) -> tuple[cmp.Comparison, Probe, list]:
     """Every aspect old against new, and Spark's own check (not yet applied to the rows)."""
-    newest = ckpt.offsets(ckpt.offset_batch_ids[-1])
-    metadata_json = ckpt.fs.read_text(f"offsets/{newest.batch_id}").splitlines()[1]
+    batch, metadata_json, query_id = restart_settings(ckpt)
+    newest = ckpt.offsets(batch)
     facts = plan_facts(explain_text(job.df))
-    spark_check = probe(spark, ckpt, job, newest.batch_id, metadata_json, ckpt.query_id or
-                        "00000000-0000-0000-0000-000000000000")
+    spark_check = probe(spark, ckpt, job, batch, metadata_json, query_id)
     old = state_layout(spark, ckpt.fs)
     known = spark_check.new_operators if spark_check.new_known else None
     new_names = [o.operator_name for o in known] if known is not None else facts.operators

@@ -17,7 +17,11 @@ One module per concern:
 - :mod:`.demo`: the deduplication demo and a query continued on a rewritten checkpoint.
 """
 from state_runbooks.demos.continuation import Continued, continue_query
-from state_runbooks.safety.requirements import requirement_lines
+from state_runbooks.safety.requirements import (
+    TARGET_PROVIDERS,
+    check_target_provider,
+    requirement_lines,
+)
 from state_runbooks.safety.state_rewriter import (
     VERIFIED_CONSTRUCTOR,
     VERIFIED_SPARK,
@@ -26,14 +30,7 @@ from state_runbooks.safety.state_rewriter import (
 )
 
 from .apply import REWRITE, Rewritten, rewrite, undo
-from .checks import (
-    TARGET_PROVIDERS,
-    VERIFIED_FAMILIES,
-    Checks,
-    Requirement,
-    check_requirements,
-    check_target_provider,
-)
+from .checks import VERIFIED_FAMILIES, Checks, Requirement, check_requirements
 from .demo import build_dedup_demo, dedup_query, operator_provider, state_comparison
 from .plan import Plan, StorePlan, plan_rewrite, plan_unless_active
 from .report import (

@@ -16,10 +16,11 @@ from state_runbooks.core.fs import open_fs, remove_tree
 from state_runbooks.safety import new_batch as location
 from state_runbooks.safety.activity import QUIET_MINUTES
 from state_runbooks.safety.change import apply_change, last_committed, undo_change
+from state_runbooks.safety.requirements import rocksdb_class
 from state_runbooks.safety.safekeeping import Change, Outcome, changed_files
 from state_runbooks.safety.state_rewriter import run_rewriter
 
-from .checks import Checks, check_requirements, rocksdb_class
+from .checks import Checks, check_requirements
 from .plan import Plan, plan_unless_active
 from .transforms import make_transform
 from .verify import compare_rows, verification_lines

@@ -7,10 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from state_runbooks.common.errors import RunbookError
-from state_runbooks.common.runtime import provider_classes, provider_kind
-from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.fs import open_fs
 from state_runbooks.core.unsafe_row import unsupported_types
 from state_runbooks.safety import requirements as shared
 from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
@@ -21,7 +18,6 @@ from state_runbooks.safety.requirements import (
 )
 from state_runbooks.safety.state_rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence
 
-TARGET_PROVIDERS = ("", "rocksdb")
 # Operator families whose rewrite the tests verify on the installed Spark (rows read back equal,
 # the query restarted on the result and compared): tests/spark/test_rewrite_state.py.
 VERIFIED_FAMILIES = ("aggregation", "dedup", "join", "session_window", "transform_with_state")
@@ -61,20 +57,13 @@ class Checks(RequirementList):
         return not self.output_path
 
 
-def check_target_provider(target_provider: str) -> str:
-    if target_provider not in TARGET_PROVIDERS:
-        raise RunbookError(f"target_provider={target_provider!r} is not valid: use \"\" (keep the "
-                           "pinned provider) or \"rocksdb\"")
-    return target_provider
-
-
 def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_where: str = "",
                        output_path: str = "", force: bool = False,
                        quiet_minutes: float = QUIET_MINUTES,
                        spark_version: str | None = None) -> Checks:
     """Every requirement of a rewrite, checked; ``spark_version`` defaults to the session's
     (given, it shows what an older Spark would be told)."""
-    check_target_provider(target_provider)
+    shared.check_target_provider(target_provider)
     activity = check_activity(ckpt, quiet_minutes)  # first: before anything a query could race
     inventory = ckpt.inventory()
     before = ckpt.provider_kind
@@ -85,25 +74,14 @@ def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_wh
     reqs.append(Requirement("rewriter", bool(presence and presence.ok),
                             presence.seen if presence else "not looked for on this Spark"))
     reqs.append(shared.committed(ckpt, "rewrite"))
-    # A v2 commit names each version's unique id, which this runbook's commit of the new batch
-    # does not write: not verified, so refused.
-    reqs.append(Requirement("format", ckpt.format_version == 1,
-                            "checkpoint format v1" if ckpt.format_version == 1 else
-                            f"checkpoint format v{ckpt.format_version}: the rewrite is verified "
-                            "on format v1 checkpoints only; nothing will be changed"))
-    reqs.append(_metadata(ckpt))
+    reqs.append(shared.format_v1(ckpt, "rewrite"))
+    reqs.append(shared.operator_metadata(ckpt))
     reqs.append(shared.operators_verified(
         ckpt, VERIFIED_FAMILIES, SPARK_REFUSES, "rewrite",
         also=lambda model: "join state format 3: Spark's state reader cannot read it, so the "
                            "rows after cannot be verified" if model.join_state_format == 3
         else None))
-    reqs.append(Requirement(
-        "writes", after == "rocksdb",
-        f"writes with RocksDB ({'pinned now' if before == after else 'moved from ' + before})"
-        if after == "rocksdb" else
-        f"the checkpoint pins the {before} provider, and Spark's rewriter writes with RocksDB only "
-        "(the HDFS-backed provider cannot start a version empty): pass target_provider=rocksdb to "
-        "move it in the same rewrite"))
+    reqs.append(shared.writes_rocksdb(before, after, "rewrite"))
     reqs.append(Requirement(
         "something", bool(drop_keys_where.strip()) or after != before or bool(output_path),
         "asked: " + "; ".join(filter(None, [
@@ -115,22 +93,10 @@ def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_wh
         "output_path"))
     if before == "hdfs":
         reqs.append(_encodable(ckpt))
-    output, seen = _output(ckpt, output_path)
-    reqs.append(Requirement("output", seen is None, seen or (
-        f"output_path {output} is absent: the original stays untouched" if output else
-        "in place: the rewrite is a new batch of this checkpoint, backed up and journaled first")))
+    output, requirement = shared.output_location(ckpt, output_path, "rewrite")
+    reqs.append(requirement)
     reqs.append(shared.stopped(activity, force))
     return Checks(before, after, output, requirements=tuple(reqs), inventory=inventory)
-
-
-def _metadata(ckpt: Checkpoint) -> Requirement:
-    missing = [op.operator_id for op in ckpt.operators() if op.source == "files"]
-    if missing:
-        return Requirement("metadata", False,
-                           f"operator(s) {', '.join(map(str, missing))} have no operator metadata "
-                           "(a query last run before Spark 3.5, or its _metadata was lost): Spark's "
-                           "rewriter needs it; run the query once on Spark 4 first")
-    return Requirement("metadata", True, "operator metadata present for every operator")
 
 
 def _encodable(ckpt: Checkpoint) -> Requirement:
@@ -155,25 +121,3 @@ def _encodable(ckpt: Checkpoint) -> Requirement:
                                           "out as Spark does (numbers, strings, times, structs)")
 
 
-def _output(ckpt: Checkpoint, output_path: str) -> tuple[str, str | None]:
-    """The new location, qualified, and why it cannot be written to (None: it can)."""
-    if not output_path.strip():
-        return "", None
-    out = open_fs(ckpt.spark, output_path.strip()).raw()
-    root = ckpt.root
-    if out.root == root or out.root.startswith(root + "/") or root.startswith(out.root + "/"):
-        return out.root, (f"output_path {out.root} overlaps the checkpoint {root}: pick a folder "
-                          "outside it (empty output_path rewrites in place)")
-    if out.exists() and (not out.is_dir() or out.list()):
-        return out.root, (f"output_path {out.root} exists and is not empty: pick a new folder "
-                          "(the rewrite never writes over anything)")
-    return out.root, None
-
-
-def rocksdb_class() -> str:
-    return provider_classes().rocksdb
-
-
-def pinned_kind(conf: dict) -> str:
-    """The provider kind an offsets entry's conf pins (none pinned: Spark's default, HDFS)."""
-    return provider_kind(conf.get(PROVIDER_CONF))

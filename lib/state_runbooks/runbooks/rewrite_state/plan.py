@@ -19,6 +19,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, spark_error_text, spark_errors
+from state_runbooks.common.formatting import row_text
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.row_checksums import (
@@ -186,7 +187,7 @@ def plan_rewrite(ckpt: Checkpoint, drop_keys_where: str = "", batch_id: int | No
             examples = []
             if counts["dropped"]:
                 shown = flagged.where("_hit = 1").drop("_hit", "_cond", "partition_id", H1, H2)
-                examples = [_short(r) for r in shown.orderBy(*shown.columns).limit(EXAMPLES)
+                examples = [row_text(r) for r in shown.orderBy(*shown.columns).limit(EXAMPLES)
                             .collect()]
         stores.append(StorePlan(u.label, u.operator_id, counts["all"], counts["dropped"],
                                 counts["matched"], examples, of_row(counts, "kept_"), columns))
@@ -230,6 +231,3 @@ def _columns(schema, prefix: str = "") -> list[str]:
     return out
 
 
-def _short(row, limit: int = 120) -> str:
-    text = ", ".join(f"{k}={v}" for k, v in row.asDict(recursive=True).items())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -13,8 +13,8 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_diff import UnitDiff, diff_frames
 from state_runbooks.core.state_reader import read_unit
+from state_runbooks.safety.requirements import pinned_kind
 
-from .checks import pinned_kind
 from .plan import Plan, key_width_cut, without_dropped
 
 

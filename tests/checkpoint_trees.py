@@ -50,15 +50,17 @@ def state_differences(spark, ckpt, batch: int, reference: str) -> list[str]:
 
 
 def reader_rows(spark, path: str, columns=("key", "value")) -> dict:
-    """Every store's rows (``columns``) at the last committed batch, sorted: read with Spark's
-    reader here, not with the library."""
+    """Every store's (or state variable's) rows (``columns``, those its reader shows) at the last
+    committed batch, sorted: read with Spark's reader here, the library only naming the units."""
     from state_runbooks.core.checkpoint import Checkpoint
+    from state_runbooks.core.operators import state_units
     ckpt = Checkpoint(spark, path)
     out = {}
-    for op in ckpt.operators():
-        for store in ckpt.stores(op.operator_id):
-            df = (spark.read.format("statestore").option("operatorId", op.operator_id)
-                  .option("storeName", store.store_name).load(ckpt.root))
-            out[f"{op.operator_id}/{store.store_name}"] = sorted(
-                map(repr, df.select(*columns).collect()))
+    for unit in state_units(ckpt):
+        reader = spark.read.format("statestore").option("operatorId", unit.operator_id)
+        for name, value in unit.options.items():
+            reader = reader.option(name, value)
+        df = reader.load(ckpt.root)
+        out[unit.label] = sorted(map(repr, df.select(*[c for c in columns if c in df.columns])
+                                     .collect()))
     return out

@@ -166,6 +166,18 @@ def test_recover_demo_on_a_standalone_cluster_says_what_local_mode_says(standalo
 
 @pytest.mark.slow
 @pytest.mark.notebook
+def test_migrate_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
+                                                                        run_notebook):
+    """10's demo migrates 08's example job, continues it and migrates in place and back: the
+    driver writes the logs and metadata, the cluster's executors read the old rows, encode the
+    mapped ones as Spark's bytes in their Python workers and write the state."""
+    name = "10_migrate_state"
+    result = run_notebook(name, spark_master=standalone_cluster.url)
+    assert differences_from_golden(result.notebook, name) == []
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
 def test_inspect_scheduled_on_a_standalone_cluster_gives_the_local_figures(
         spark, demo_factory, standalone_cluster, run_notebook, tmp_path):
     """03 as a platform team schedules it (the schedule file's parameters, fail_on warning, a

@@ -76,14 +76,23 @@ def read_schema_file(spark, fs, rel: str) -> list[ColumnFamilySchema] | None:
 
 def _read_with_spark(spark, data: bytes) -> list[ColumnFamilySchema] | None:
     """A v3 schema file's column families, read by Spark's own reader from its bytes (read
-    through the file seam)."""
+    through the file seam). The reader takes Hadoop's seekable stream, so the bytes are read
+    back from a local copy."""
+    import os
+    import tempfile
     jvm = spark._jvm
+    handle, local = tempfile.mkstemp(prefix="state-runbooks-schema-")
+    stream = None
     try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
         loader = jvm.Thread.currentThread().getContextClassLoader()
         readers = jvm.java.lang.Class.forName(
             "org.apache.spark.sql.execution.streaming.state.SchemaHelper$SchemaReader$", True,
             loader).getField("MODULE$").get(None)
-        stream = jvm.java.io.DataInputStream(jvm.java.io.ByteArrayInputStream(bytearray(data)))
+        local_fs = jvm.org.apache.hadoop.fs.FileSystem.getLocal(
+            spark._jsc.hadoopConfiguration()).getRaw()
+        stream = local_fs.open(jvm.org.apache.hadoop.fs.Path(local))
         reader = readers.createSchemaReader(stream.readUTF())
         families = reader.read(stream)
         out = []
@@ -95,6 +104,10 @@ def _read_with_spark(spark, data: bytes) -> list[ColumnFamilySchema] | None:
         return out
     except Exception:  # noqa: BLE001 - another Spark version's reader: not readable from here
         return None
+    finally:
+        if stream is not None:
+            stream.close()
+        os.remove(local)
 
 
 def _compatible_type(new, stored) -> bool:

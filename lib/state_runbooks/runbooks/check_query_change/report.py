@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from state_runbooks.common.formatting import format_bytes
 from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
+from state_runbooks.core.state_schemas import KEY_NOT_COMPATIBLE, VALUE_NOT_COMPATIBLE
 
 from .check import Check
 
@@ -11,6 +12,8 @@ MARK = {"same": "same", "accepted": "ok", "changes": "CHANGES", "ignored": "IGNO
 HEAD = {"fails": "fails", "ignored": "ignored by Spark", "changes": "restarts, not as intended",
         "accepted": "accepted", "unknown": "not decidable here"}
 PLAYBOOK = "runbooks/query-change.md"
+MIGRATE_PLAYBOOK = "runbooks/migrate-state.md"  # 10: the state carried through a schema change
+SCHEMA_ERRORS = (KEY_NOT_COMPATIBLE, VALUE_NOT_COMPATIBLE)
 
 
 def side_by_side_lines(check: Check, width: int = 44) -> list[str]:
@@ -114,8 +117,10 @@ def verdict_line(check: Check) -> str:
     if v.restart == "fails":
         cause = f" with {v.error_class}" if v.error_class else ""
         said = f": {v.message.rstrip('. ')}" if v.message else ""
+        migrate = (f"; or carry the state into the new schema with 10 Migrate state "
+                   f"({MIGRATE_PLAYBOOK})" if v.error_class in SCHEMA_ERRORS else "")
         return (f"{v.status.upper()}: fails{cause}{said}. Keep the change off this checkpoint, "
-                f"or see {PLAYBOOK} for the ways to carry on")
+                f"or see {PLAYBOOK} for the ways to carry on{migrate}")
     if v.restart == "unknown":
         undecided = [r.aspect for r in check.comparison.rows if r.verdict == "unknown"]
         missing = [n.split(":")[0] for n in v.not_checked] + undecided

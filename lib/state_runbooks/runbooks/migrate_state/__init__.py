@@ -19,6 +19,7 @@ One module per concern:
 - :mod:`.report`: the lines a reader sees, the other ways, the summary, what the demo showed;
 - :mod:`.demo`: 08's example job migrated, continued, and compared with a run from scratch.
 """
+from state_runbooks.query.job import load_job
 from state_runbooks.safety.requirements import (
     TARGET_PROVIDERS,
     check_target_provider,
@@ -40,6 +41,7 @@ from .mapping import parse_fill
 from .plan import Plan, StorePlan, plan_migration, plan_unless_active
 from .report import (
     alternatives_lines,
+    demo_lines,
     mapping_lines,
     plan_lines,
     schema_lines,
@@ -52,12 +54,12 @@ from .schema_change import SchemaChange, StoreChange, compare_schemas
 __all__ = [
     "MIGRATE", "Migrated", "migrate", "undo",
     "VERIFIED_FAMILIES", "Checks", "check_requirements", "TARGET_PROVIDERS",
-    "check_target_provider", "requirement_lines",
+    "check_target_provider", "requirement_lines", "load_job",
     "DEMO", "DEMO_FILL", "DEMO_FUNCTION", "DEMO_JOB_FILE", "DemoResult", "job_to_migrate",
     "run_demo",
     "parse_fill",
     "Plan", "StorePlan", "plan_migration", "plan_unless_active",
-    "alternatives_lines", "mapping_lines", "plan_lines", "schema_lines", "spark_lines",
+    "alternatives_lines", "demo_lines", "mapping_lines", "plan_lines", "schema_lines", "spark_lines",
     "summarize", "what_this_showed",
     "SchemaChange", "StoreChange", "compare_schemas",
 ]

@@ -101,12 +101,17 @@ def check_requirements(ckpt: Checkpoint, change: SchemaChange, target_provider: 
 
 
 def _something(change: SchemaChange) -> Requirement:
+    if not (change.spark_check and change.spark_check.available):
+        return Requirement("something", False, "not known here: without Spark's planning the "
+                                               "changed query's state schemas cannot be read")
     refused = change.spark_refuses
     if change.changed:
         said = (f"Spark's restart check raises {refused}" if refused else
                 "Spark's restart check passes, yet the state's schema changes")
         return Requirement("something", True,
                            f"{said}: {len(change.changed)} store(s) change their key or value")
+    if refused and change.problems:  # an operator or store added, removed or another kind
+        return Requirement("something", False, f"Spark raises {refused}: {change.problems[0]}")
     if refused:
         return Requirement("something", False,
                            f"Spark raises {refused}, and no store's key or value changes: the "

@@ -40,7 +40,8 @@ class DemoResult:
     keys: int  # in the state after them
     same_as_scratch: int  # keys whose state equals a run from scratch over the same input
     only_filled_differ: int  # keys that differ in the filled fields alone
-    undone_same_bytes: bool  # in place, then undone
+    in_place: Migrated  # on a copy, with backup and journal
+    undone_same_bytes: bool  # then undone
     files: int
 
 
@@ -99,4 +100,4 @@ def run_demo(spark, ckpt: Checkpoint, job, change: SchemaChange, plan: Plan,
         in_place_change.remove_fresh()
     same_bytes = bool(back.verified) and tree_checksums(spark, copy.root) == copy_before
     return DemoResult(change, plan, moved, untouched, CONTINUED_BATCHES, keys, same,
-                      only_filled, same_bytes, len(copy_before))
+                      only_filled, done, same_bytes, len(copy_before))

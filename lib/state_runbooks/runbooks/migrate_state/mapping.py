@@ -5,9 +5,9 @@ A field of the new key or value is, in this order of preference:
 
 - ``fill``: the user's SQL expression over the old state's ``key`` and ``value`` (``fill`` names
   fields as Spark's state reader shows them: ``key.tenant``, ``value.max``);
-- ``same``: the old field of that name (or, where the two structs have the same number of fields
-  and every pair has the same or a wider type, the field at that position: Spark compares types
-  by position, so a name change alone keeps it), with the same type;
+- ``same``: the old field of that name (or, where names do not pair the fields up and both
+  structs have as many fields, the field at that position: Spark compares types by position, so
+  a name change alone keeps it: ``renamed``), with the same type;
 - ``widened``: that field, cast to a wider type without loss (``int`` to ``bigint``, ``float``
   to ``double``, a decimal with more digits on both sides of the point);
 - ``rebuilt``: a struct whose fields are each mapped by these rules.
@@ -111,32 +111,47 @@ def widens(old, new) -> bool:
     return new.typeName() in _WIDER.get(old.typeName(), ())
 
 
-def _by_position(old, new) -> bool:
-    """The two structs pair up by position: as many fields, each the same or wider type."""
-    return len(old.fields) == len(new.fields) and all(
-        _same_type(o.dataType, n.dataType) or widens(o.dataType, n.dataType)
-        for o, n in zip(old.fields, new.fields))
+def _lines_up(old_fields, new_fields) -> bool:
+    return all(_same_type(o.dataType, n.dataType) or widens(o.dataType, n.dataType)
+               for o, n in zip(old_fields, new_fields))
 
 
-def _old_field(old, new_field, index: int, positional: bool):
-    if positional:
+def _by_name(old, new) -> bool:
+    """Every new field's name names exactly one old field."""
+    names = [f.name for f in old.fields]
+    return all(names.count(f.name) == 1 for f in new.fields)
+
+
+def _old_field(old, new, index: int, by_name: bool):
+    """The old field the new field at ``index`` comes from: by name where every new name names
+    one old field; else by position where both have as many fields (Spark compares by position,
+    so a rename keeps a field, and a narrowed type is reported as such); else by name, and where
+    the old names repeat (two aggregates of one kind), by position among the leading fields when
+    the old ones line up with them (fields added at the end)."""
+    name = new.fields[index].name
+    named = [f for f in old.fields if f.name == name]
+    if by_name or len(named) == 1:
+        return named[0] if named else None
+    if len(old.fields) == len(new.fields):
         return old.fields[index]
-    named = [f for f in old.fields if f.name == new_field.name]
-    return named[0] if len(named) == 1 else None
+    if named and index < len(old.fields) < len(new.fields) and \
+            _lines_up(old.fields, new.fields):
+        return old.fields[index]
+    return None
 
 
 def map_struct(path: str, old, new, fill: dict[str, str], out: Mapping) -> None:
     """Record in ``out`` the source of every field of ``new`` (a struct at ``path``) from
     ``old`` (the struct there in the old state, or None)."""
     from pyspark.sql import types as T
-    positional = old is not None and _by_position(old, new)
+    by_name = old is not None and _by_name(old, new)
     used = set()
     for i, nf in enumerate(new.fields):
         name = f"{path}.{nf.name}"
         if name in fill:
             out.sources.append(FieldSource(name, "fill", f"fill: {fill[name]}"))
             continue
-        of = _old_field(old, nf, i, positional) if old is not None else None
+        of = _old_field(old, new, i, by_name) if old is not None else None
         if of is None:
             out.problems.append(
                 f"{name} ({type_text(nf.dataType)}) has no source in the old state: pass fill "

@@ -86,27 +86,28 @@ def plan_store(ckpt: Checkpoint, store: StoreChange, unit: StateUnit, batch_id: 
             figures = of_row(per_core_tasks(ckpt.spark, df).select(*hash_columns(cols))
                              .agg(*sums()).first())
         return StorePlan(store.label, False, figures.rows, figures)
-    rows = mapped_rows(ckpt, store, unit, batch_id, fill, key_width_cut(ckpt, unit))
     never_null = _never_null(store)
-    scored = per_core_tasks(ckpt.spark, rows).select(
-        "*", expected_partition(n)).select("*", *hash_columns(list(WITH_PARTITION)))
-    aggs = [*sums(), F.countDistinct("key").alias("keys"),
-            *[F.count(F.when(_column(name).isNull(), 1)).alias(f"null{i}")
-              for i, name in enumerate(never_null)]]
-    with spark_errors(f"mapping {store.label} at batch {batch_id}"):
-        try:
-            row = scored.agg(*aggs).first()
+    moved = F.col("partition_id") != F.col(OLD + "partition_id")
+    try:
+        with spark_errors(f"mapping {store.label} at batch {batch_id}"):
+            rows = mapped_rows(ckpt, store, unit, batch_id, fill, key_width_cut(ckpt, unit))
+            scored = per_core_tasks(ckpt.spark, rows).select(
+                "*", expected_partition(n)).select("*", *hash_columns(list(WITH_PARTITION)))
+            row = scored.agg(*sums(), F.countDistinct("key").alias("keys"),
+                             F.count(F.when(moved, 1)).alias("moved"),
+                             *[F.count(F.when(_column(name).isNull(), 1)).alias(f"null{i}")
+                               for i, name in enumerate(never_null)]).first()
             examples = rows.limit(EXAMPLES).collect()
-        except RunbookError as exc:
-            raise RunbookError(f"the mapping of {store.label} cannot be evaluated: "
-                               f"{spark_error_text(exc) or exc}") from None
+    except RunbookError as exc:
+        raise RunbookError(f"the mapping of {store.label} cannot be evaluated: "
+                           f"{spark_error_text(exc) or exc}") from None
     plan = StorePlan(store.label, True, int(row["rows"] or 0), of_row(row), int(row["keys"]),
                      nulls={name: int(row[f"null{i}"]) for i, name in enumerate(never_null)
                             if row[f"null{i}"]})
     plan.examples = [(f"key {row_text(r[OLD + 'key'])} value {row_text(r[OLD + 'value'])}",
                       f"key {row_text(r['key'])} value {row_text(r['value'])}")
                      for r in examples]
-    plan.moved = _moved(ckpt, rows, unit, batch_id, n) if store.key.changed else 0
+    plan.moved = int(row["moved"])
     return plan
 
 
@@ -116,22 +117,14 @@ def _column(name: str):
     return F.col(part)[rest]
 
 
-def _moved(ckpt, rows, unit, batch_id, n: int) -> int:
-    """Rows whose new key places them in another partition than the one they are in."""
-    from pyspark.sql import functions as F
-    old = read_unit(ckpt, unit, batch_id)
-    with_pid = rows.select(PK, F.col(OLD + "key").alias("_k"))
-    joined = old.select(F.col("key").alias("_k"), F.col("partition_id").alias("_p")).join(
-        with_pid, "_k")
-    return joined.where(F.pmod(F.hash(F.col(PK)), F.lit(n)) != F.col("_p")).count()
-
-
 def plan_migration(ckpt: Checkpoint, change: SchemaChange, fill: dict,
                    batch_id: int | None = None) -> Plan:
     """Every store's plan at the last committed batch (or ``batch_id``)."""
     batch = ckpt.last_committed_batch_id if batch_id is None else batch_id
     plan = Plan(batch, batch + 1, [])
     for store in change.stores:
+        if store.problems:  # refused by the checks (mapping): nothing to compute
+            continue
         unit = unit_of(ckpt, store)
         if unit is None:
             if store.changed:

@@ -111,6 +111,21 @@ def summarize(summary, checks: Checks | None, change: SchemaChange | None, plan:
                         f"journal {out.journal_path if out else None}"))
 
 
+def demo_lines(result: DemoResult) -> list[str]:
+    """What each step of the demo found."""
+    def verdicts(out) -> list[str]:
+        return [f"  {line}" for line in out.lines if line.startswith(("verified", "NOT"))]
+    return ([f"at a new location ({result.migrated.output_path}):"] + verdicts(result.migrated)
+            + [f"  the original checkpoint unchanged: {result.original_untouched}",
+               f"the changed query continued there for {result.batches} batches, and from "
+               f"scratch over the same input: {result.keys} keys, {result.same_as_scratch} with "
+               f"the same state, {result.only_filled_differ} differing in the filled field "
+               "alone", "in place on a copy, with backup and journal:"]
+            + verdicts(result.in_place)
+            + [f"  undone: the same bytes as before ({result.undone_same_bytes}, "
+               f"{result.files} files)"])
+
+
 def what_this_showed(result: DemoResult) -> list[str]:
     """The demo's closing bullets, computed from its one result."""
     change, plan, moved = result.change, result.plan, result.migrated
@@ -118,6 +133,7 @@ def what_this_showed(result: DemoResult) -> list[str]:
     fills = [s for s in store.value.sources + store.key.sources if s.kind == "fill"]
     kept = [s for s in store.value.sources + store.key.sources if s.kind != "fill"]
     planned = plan.store(store.label)
+    in_place = "verified" if result.in_place.verified else "NOT verified"
     lines = [
         f"the changed query adds {', '.join(s.field for s in fills)} to the state of "
         f"{store.label}: Spark's restart check refuses it on the checkpoint as it is "
@@ -134,7 +150,7 @@ def what_this_showed(result: DemoResult) -> list[str]:
         f"scratch over the same input holds; the other {result.keys - result.same_as_scratch} "
         f"differ only in the filled field ({', '.join(s.field for s in fills)}): the events "
         "before the migration are not in the old state",
-        f"in place, with backup and journal, then undone: the same bytes as before "
-        f"({result.undone_same_bytes}, {result.files} files, sidecars included)",
+        f"in place, with backup and journal ({in_place}), then undone: the same bytes as "
+        f"before ({result.undone_same_bytes}, {result.files} files, sidecars included)",
     ]
     return lines

@@ -59,12 +59,14 @@ def part_column(mapping: Mapping, before: dict, after: dict, fill: dict):
 
 def mapped_rows(ckpt, store: StoreChange, unit: StateUnit, batch_id: int, fill: dict, cut: int):
     """The store's rows at ``batch_id`` with ``key`` and ``value`` mapped, the old ones beside
-    them (``_old_key``, ``_old_value``), and ``_pk``, the new partitioning key."""
+    them (``_old_key``, ``_old_value``, ``_old_partition_id``), and ``_pk``, the new
+    partitioning key."""
     from pyspark.sql import functions as F
 
     from state_runbooks.core.state_reader import read_unit
     old = read_unit(ckpt, unit, batch_id)
     new = old.select(F.col("key").alias(OLD + "key"), F.col("value").alias(OLD + "value"),
+                     F.col("partition_id").alias(OLD + "partition_id"),
                      part_column(store.key, store.key_before, store.key_after, fill).alias("key"),
                      part_column(store.value, store.value_before, store.value_after, fill)
                      .alias("value"))

@@ -9,6 +9,7 @@ verdict on the unchanged checkpoint comes from its restart check
 """
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -98,7 +99,10 @@ def compare_schemas(spark, ckpt, job, fill: dict[str, str]) -> SchemaChange:
     the caller removes ``fresh_folder`` when done (:meth:`SchemaChange.remove_fresh`)."""
     batch, metadata_json, query_id = restart_settings(ckpt)
     out = SchemaChange(batch, spark_check=probe(spark, ckpt, job, batch, metadata_json, query_id))
+    if not out.spark_check.available:  # no planning here: nothing is known of the new side
+        return out
     folder = tempfile.mkdtemp(prefix="state-runbooks-migrate-")
+    atexit.register(shutil.rmtree, folder, True)  # at the latest when the kernel exits
     try:
         out.new_operators = plan_fresh(spark, job, folder, metadata_json, query_id)
     except Exception as exc:  # noqa: BLE001 - Spark's planning refused the changed query

@@ -26,7 +26,7 @@ from pathlib import Path
 
 PARTITIONS = 200  # the production shape: Spark's default spark.sql.shuffle.partitions
 BATCHES = 3
-KEYS = (20_000, 80_000)
+KEYS = (21_000, 84_000)  # as many keys as rows: BATCHES batches of KEYS / BATCHES
 JOB = str(Path(__file__).resolve().parent / "jobs" / "counts_per_key.py")
 _COPIES = iter(range(1_000_000))
 
@@ -91,8 +91,10 @@ def _bare(spark, path: str, job, last: int) -> tuple[int, int]:
     before = spark.read.format("statestore").load(path)
     count = before.count()
 
+    key = before.schema["key"].dataType.fields[0].name  # _groupingexpression: a cast's alias
+
     def transform(raw, _op, _store):
-        rows = before.select(F.struct(F.col("key.k").cast("bigint").alias("k")).alias("key"),
+        rows = before.select(F.struct(F.col("key")[key].cast("bigint").alias(key)).alias("key"),
                              "value")
         placed = rows.withColumn("_pk", F.col("key")).repartition(PARTITIONS, "_pk")
         return as_raw_rows(encode_state_rows(placed.drop("_pk")), raw.schema)

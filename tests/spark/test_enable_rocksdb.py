@@ -84,7 +84,11 @@ def test_confs_snippets_and_apply(spark):
 
     texts = er.snippets(rocksdb_plan)
     assert er.parse_conf_lines(texts["spark-defaults.conf"]) == rocksdb_plan.confs
-    assert er.parse_conf_lines(texts["Databricks cluster Spark config"]) == rocksdb_plan.confs
+    cluster = "a cluster's Spark config, key value lines (for Databricks: runtime=databricks)"
+    assert er.parse_conf_lines(texts[cluster]) == rocksdb_plan.confs
+    # The open-source class is never offered as a Databricks cluster's setting.
+    assert not any("Databricks" in name and OSS_ROCKSDB_PROVIDER in text
+                   for name, text in texts.items())
 
     class Builder:  # records what the builder snippet configures
         configured: dict = {}

@@ -119,7 +119,7 @@ def test_a_folder_of_many_applications(spark, logs):
         event_log.load(spark, folder, app_id="local-0")
 
 
-def test_operator_ids_follow_the_checkpoint(spark, logs, tmp_path):
+def test_operator_positions_follow_the_checkpoint_operator_ids(spark, logs, tmp_path):
     demo = logs["two_ops_zstd_rolling"]
     history = build_history(event_log.load(spark, demo.event_log_dir, app_id=demo.app_id)[0].progress)
     checkpoint = os.path.join(os.path.dirname(demo.event_log_dir), "checkpoints",
@@ -127,7 +127,7 @@ def test_operator_ids_follow_the_checkpoint(spark, logs, tmp_path):
     metadata = spark.read.format("state-metadata").load(checkpoint).collect()
     assert history.operator_names() == sorted((r.operatorId, r.operatorName) for r in metadata)
     summary = operators_summary(history)
-    assert [o["operator_id"] for o in summary] == [0, 1]
+    assert [o["operator_index"] for o in summary] == [0, 1]
     assert [o["num_rows_total"] for o in summary] == [
         [ops[i]["numRowsTotal"] for ops in _ops(demo.progress)] for i in (0, 1)]
 

@@ -244,3 +244,24 @@ def test_spark_failing_midway_is_undone_on_its_own(spark, demo_factory, tmp_path
     assert out.lines[-1].startswith("undone on its own: verified")
     assert tree_sha(path) == original
     assert (tmp_path / "b" / "journal.json").is_file()
+
+
+def test_spark_refusing_after_its_offsets_entry_leaves_the_checkpoint_stuck(spark, demo_factory,
+                                                                           tmp_path):
+    """Why 07 checks everything before calling Spark (the playbook's claim, on this Spark):
+    Spark's own repartition of an HDFS-backed checkpoint writes a new offsets entry, then refuses
+    the provider; the query then fails at restart, and a repartition to another count is refused
+    for the abandoned batch."""
+    from state_runbooks.demos.checkpoints import demo_query
+    from state_runbooks.demos.continuation import continue_query
+    run = demo_factory("dedup", "hdfs", batches=3, rows_per_batch=10, partitions=2)
+    path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
+    offsets = sorted(int(p.name) for p in (Path(path) / "offsets").iterdir() if p.name.isdigit())
+    with pytest.raises(Exception, match="UNSUPPORTED_PROVIDER"):
+        spark._streamingCheckpointManager.repartition(path, 3, True)
+    after = sorted(int(p.name) for p in (Path(path) / "offsets").iterdir() if p.name.isdigit())
+    assert after == offsets + [offsets[-1] + 1]
+    with pytest.raises(RunbookError, match="STREAMING_UNFINISHED_REPARTITION_DETECTED"):
+        continue_query(spark, demo_query(spark, "dedup", 10), path)
+    with pytest.raises(Exception, match="LAST_BATCH_ABANDONED_REPARTITION"):
+        spark._streamingCheckpointManager.repartition(path, 4, True)

@@ -35,3 +35,14 @@ def test_compare_calls_small_differences_noise():
     assert er_benchmark._compare(300, 100) == "3.0x more"
     assert er_benchmark._compare(100, 400) == "4.0x less"
     assert er_benchmark._compare(None, 100) == "not comparable"
+
+
+def test_a_databricks_plan_names_its_cluster_config_and_carries_its_class():
+    from state_runbooks.common.runtime import DATABRICKS_ROCKSDB_PROVIDER
+    from state_runbooks.common.spark_settings import PROVIDER_CONF
+    from state_runbooks.runbooks.enable_rocksdb.provider import RocksDBPlan, snippets
+    plan = RocksDBPlan("databricks", DATABRICKS_ROCKSDB_PROVIDER, True, 0,
+                       {PROVIDER_CONF: DATABRICKS_ROCKSDB_PROVIDER})
+    texts = snippets(plan)
+    assert texts["Databricks cluster Spark config"] == \
+        f"{PROVIDER_CONF} {DATABRICKS_ROCKSDB_PROVIDER}"

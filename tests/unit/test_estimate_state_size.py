@@ -155,3 +155,11 @@ def test_no_napkin_on_a_real_checkpoint_without_a_rate():
     sizing.summarize(summary, None, [], False, None, None)
     assert summary.details["napkin"] is None and not summary.findings
     assert sizing.recommendation_lines(None, [], None) == []
+
+
+def test_the_exercise_tells_a_right_prediction_from_a_wrong_one():
+    from state_runbooks.runbooks import estimate_state_size as sizing
+    exercise = sizing.try_it(sizing.napkin(sizing.NapkinInputs(**sizing.DEMO_NAPKIN)))
+    assert exercise.answer == 2000 * (2 + 1)  # new keys a second x (watermark delay + batch)
+    assert exercise.check("6,000").startswith("right: 6000")
+    assert exercise.check(12_000).startswith("not quite: you said 12000; the run says 6000")

@@ -115,3 +115,13 @@ def test_parse_memory():
     assert verdicts.parse_memory("512m") == 512 * 1024 ** 2
     assert verdicts.parse_memory("2048") == 2048 * 1024 ** 2
     assert verdicts.parse_memory("lots") is None
+
+
+def test_the_exercise_tells_a_right_prediction_from_a_wrong_one():
+    from state_runbooks.runbooks.monitor_state import try_it
+    history = build_history([_progress(b, 100, dropped=2) for b in range(10)], facts=LOCAL_2G)
+    exercise = try_it(history, verdicts.Thresholds())
+    assert exercise.answer == "info"  # 20 dropped, fewer than 100
+    assert exercise.check("Info").startswith("right: info")
+    assert exercise.check("warning").startswith("not quite: you said warning; the run says info")
+    assert exercise.check(None).startswith("no prediction yet")

@@ -384,7 +384,7 @@ class Checkpoint:
                                               _json_dict(meta.get("operatorPropertiesJson")),
                                               version))
                 continue
-            # No operator metadata (written before Spark 3.5, or lost): infer from the folders.
+            # No operator metadata (written before Spark 4.0, or lost): infer from the folders.
             parts = len(layout.partitions[op])
             names = sorted(layout.stores[op]) or [DEFAULT_STORE]
             stores = tuple(StoreInfo(op, "unknown", s, parts, lo, hi) for s in names)

@@ -160,7 +160,7 @@ def operator_model(ckpt: Checkpoint, operator_id: int) -> OperatorModel:
     on_disk = tuple(range(parts))
     notes = []
     if op.source == "files":
-        notes.append("no operator metadata (a checkpoint written before Spark 3.5, or its "
+        notes.append("no operator metadata (a checkpoint written before Spark 4.0, or its "
                      "_metadata was lost): operator and stores inferred from the folder layout")
     elif op.source == "metadata-file":
         notes.append("Spark's state-metadata source returned nothing for it: read from its "

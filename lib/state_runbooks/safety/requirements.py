@@ -187,7 +187,7 @@ def operator_metadata(ckpt: Checkpoint) -> Requirement:
     if missing:
         return Requirement("metadata", False,
                            f"operator(s) {', '.join(map(str, missing))} have no operator "
-                           "metadata (a query last run before Spark 3.5, or its _metadata was "
+                           "metadata (a query last run before Spark 4.0, or its _metadata was "
                            "lost): Spark's rewriter needs it; run the query once on Spark 4 first")
     return Requirement("metadata", True, "operator metadata present for every operator")
 

@@ -6,7 +6,9 @@ it); the other functions are changes someone might deploy next, each a ``query_f
 - ``build_filtered``: drops test users before the aggregation and adds a column after it (the
   state is untouched);
 - ``build_with_max``: adds an aggregate (the state's value gains a field);
-- ``build_more_partitions``: asks for 8 shuffle partitions (the checkpoint pinned 2).
+- ``build_more_partitions``: asks for 8 shuffle partitions (the checkpoint pinned 2);
+- ``build_deduplicated``: drops duplicate events before the aggregation (a stateful operator
+  added in front).
 
 Each returns the DataStreamWriter with its output mode and trigger set, not started, as a job
 hands it to ``start()``.
@@ -62,3 +64,9 @@ def build_with_max(spark):
 def build_more_partitions(spark):
     spark.conf.set(SHUFFLE_PARTITIONS_CONF, "8")
     return build(spark)
+
+
+def build_deduplicated(spark):
+    return _write(events(spark).dropDuplicates(["event_id", "event_time"])
+                  .groupBy(F.window("event_time", "3 seconds"), "user_id")
+                  .agg(F.count("*").alias("events"), F.sum("amount").alias("amount")))

@@ -30,6 +30,7 @@ from .demo import (
     job_to_check,
     run_demo_changes,
 )
+from .exercise import try_it
 from .report import (
     checks_lines,
     ignored_lines,
@@ -44,6 +45,7 @@ from .report import (
 )
 
 __all__ = [
+    "try_it",
     "Check", "add_rehearsal", "check_query_change", "halves", "job_to_check",
     "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "demo_lines", "demo_verdicts",
     "expected_demo_verdicts", "run_demo_changes",

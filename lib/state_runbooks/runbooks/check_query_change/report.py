@@ -210,7 +210,7 @@ def what_this_showed(changes: list, files: int, unchanged: bool) -> list[str]:
     lines.append(f"{share} rehearsals agreed with Spark's own check "
                  f"(batch {', '.join(map(str, batches)) or '-'} run again from its logged offsets "
                  "on a scratch copy); the checkpoint's "
-                 + (f"{files} files stayed the same, byte for byte" if unchanged else
+                 + (f"{files} files (sidecars included) stayed the same, byte for byte" if unchanged else
                     f"{files} files did NOT all stay the same"))
     return lines
 

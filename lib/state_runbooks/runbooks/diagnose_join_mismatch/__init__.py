@@ -27,6 +27,7 @@ One module per concern:
 from state_runbooks.common.spark_settings import WATERMARK_DELAY_METADATA
 
 from .classification import CATEGORIES, UNDECIDED, classify
+from .exercise import try_it
 from .history import (
     CHANGE_FEED,
     KEY_SAMPLE_ROWS,
@@ -60,6 +61,7 @@ from .spec import (
 from .verdicts import Diagnosis, Verdict, common_day, diagnose, explain
 
 __all__ = [
+    "try_it",
     "JOIN_OPERATOR", "ROWS_STORE", "SIDES", "JoinSide", "JoinSpec", "TimeBounds",
     "find_join_operator", "join_operators",
     "CHANGE_FEED", "KEY_SAMPLE_ROWS", "METHODS", "RETAINED_BATCHES", "history_method",

@@ -59,6 +59,7 @@ from .demonstrations import (
     work_folder,
     wrong_class_lines,
 )
+from .exercise import try_it
 from .pinned import (
     STATE_CONF_MARKERS,
     PinnedReport,
@@ -92,6 +93,7 @@ from .verification import (
 )
 
 __all__ = [
+    "try_it",
     "CHANGELOG_CONF",
     "BENCH_BATCHES", "MIN_BENCHMARK_ROWS", "NOISE_RATIO", "ProviderMeasurement",
     "bench_rows_per_batch", "benchmark_summary", "benchmark_table", "benchmark_verdict",

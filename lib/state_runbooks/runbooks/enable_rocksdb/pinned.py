@@ -106,7 +106,8 @@ def options_lines(report: PinnedReport) -> list[str]:
     if report.takes_effect and (report.pinned_class_check is None or report.pinned_class_check.ok):
         return ["Nothing to do: restart the query with the settings above."]
     last = report.last_committed_batch_id
-    lines = ["Options (the provider stays pinned for the checkpoint's whole life):",
+    lines = ["Options (a restart keeps the pinned provider; only a rewrite of the state or a new "
+             "checkpoint changes it):",
              "1. Keep this checkpoint and its provider: nothing changes; schedule the switch for a "
              "moment when starting from empty state is acceptable."]
     if last is None:

@@ -180,7 +180,8 @@ def apply(spark, rocksdb_plan: RocksDBPlan) -> dict:
 
 def snippets(rocksdb_plan: RocksDBPlan) -> dict[str, str]:
     """The plan's confs as copy-paste text: spark-defaults.conf, a SparkSession builder, and a
-    Databricks cluster's Spark config (Compute, the cluster, Advanced options, Spark)."""
+    cluster's Spark config as ``key value`` lines, named for Databricks (Compute, the cluster,
+    Advanced options, Spark) only where the plan is for its runtime and carries its class."""
     confs = redact_conf(rocksdb_plan.confs)
     width = max(len(k) for k in confs)
     defaults = "\n".join(f"{k:<{width}}  {v}" for k, v in confs.items())
@@ -188,9 +189,10 @@ def snippets(rocksdb_plan: RocksDBPlan) -> dict[str, str]:
                          "    SparkSession.builder"]
                         + [f"    .config({k!r}, {v!r})" for k, v in confs.items()]
                         + ["    .getOrCreate()", ")"])
-    databricks = "\n".join(f"{k} {v}" for k, v in confs.items())
-    return {"spark-defaults.conf": defaults, "SparkSession builder": builder,
-            "Databricks cluster Spark config": databricks}
+    lines = "\n".join(f"{k} {v}" for k, v in confs.items())
+    cluster = ("Databricks cluster Spark config" if rocksdb_plan.runtime == "databricks" else
+               "a cluster's Spark config, key value lines (for Databricks: runtime=databricks)")
+    return {"spark-defaults.conf": defaults, "SparkSession builder": builder, cluster: lines}
 
 
 def parse_conf_lines(text: str) -> dict:

@@ -36,6 +36,7 @@ from .demo_comparison import (
     reported,
     three_way_lines,
 )
+from .exercise import try_it
 from .jvm_objects import (
     COMPRESSED_OOPS,
     PLAIN_OOPS,
@@ -91,6 +92,7 @@ from .report import (
 )
 
 __all__ = [
+    "try_it",
     "format_bytes",
     "ACCURACY_TARGET", "COMPARED_WORKLOADS", "DEMO_RUNS", "WORKLOAD_LABELS", "Comparison",
     "accuracy_lines", "accuracy_verdict", "compare", "compare_demo_workloads", "comparison_table",

@@ -36,6 +36,7 @@ from .checklist import (
     production_checklist,
     retention_check,
 )
+from .exercise import try_it
 from .python_apis import api_presence, python_state_demos, python_state_lines
 from .report import (
     expiry_lines,
@@ -50,6 +51,7 @@ from .report import (
 )
 
 __all__ = [
+    "try_it",
     "HDFS_STATE_ROWS", "MULTI_ROW_STORE_SUFFIX", "SKEW_MIN_ROWS_PER_PARTITION",
     "SKEW_WARNING_RATIO", "StoreReport", "event_time_column", "inspect_store", "inspect_stores",
     "inspect_unit", "skew_ratio", "unreadable_report",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from state_runbooks.common.formatting import format_bytes, format_utc, id_ranges
 from state_runbooks.common.spark_settings import ENCODING_CONF
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.growth import growth_verdicts
 from state_runbooks.core.operators import operator_model, state_units
 from state_runbooks.core.state_files import files_seen
 from state_runbooks.core.state_loads import LOAD_FAILURE_MEANING, load_failure_kind
@@ -222,28 +223,29 @@ def what_this_showed(reports: list[StoreReport], growth, checklist: list[CheckIt
                          f"fullest partition's {max(worst.rows_per_partition):,} rows over the "
                          f"mean {worst.rows / worst.num_partitions:,.4g}: {verdict}")
     if growth is not None and not growth.empty:
+        # The checklist's rule (core/growth.py, is_rising): flat samples do not end a rise (a
+        # quiet batch leaves the rows flat), so both say the same of the same rows.
         batches = [int(b) for b in growth.index]
-        level, rising = [], []
-        for unit in growth.columns:
-            rows = [int(v) for v in growth[unit].tolist()]
+        verdicts = growth_verdicts(growth)
+        rising, bounded = [], []
+        for unit, v in verdicts.items():
+            rows = [int(x) for x in growth[unit].tolist()]
             since = len(rows) - 1
             while since > 0 and rows[since - 1] == rows[-1]:
                 since -= 1
-            if 0 < since < len(rows) - 1:
-                level.append(f"{unit} at {rows[-1]:,}{' rows' if not level else ''} from "
-                             f"batch {batches[since]}")
-            elif rows[-1] > rows[0]:
-                rising.append(f"{unit} {rows[0]:,} -> {rows[-1]:,}")
-        grew = []
-        if level:
-            grew.append(f"the state stopped growing ({' and '.join(level)}): the watermark "
-                        "now evicts as many rows as each batch adds, so it stays bounded")
+            flat = f", flat from batch {batches[since]}" if 0 < since < len(rows) - 1 else ""
+            if v["only_grew"]:
+                rising.append(f"{unit} {v['first']:,} -> {v['last']:,} rows{flat}")
+            elif v["peak"] > v["last"]:
+                bounded.append(f"{unit} peaked at {v['peak']:,}, {v['last']:,} now")
         if rising:
-            grew.append(f"still growing over batches {batches[0]}..{batches[-1]}: "
-                        f"{'; '.join(rising)} rows, a young query filling its watermark "
-                        "horizon or state that nothing evicts")
-        if grew:
-            lines.append("; ".join(grew))
+            lines.append(f"over batches {batches[0]}..{batches[-1]} the state only grew "
+                         f"({'; '.join(rising)}): a young query filling its watermark "
+                         "horizon, or state nothing evicts; the checklist says which, and a "
+                         "later run whether it fell")
+        if bounded:
+            lines.append(f"the state fell in some batch ({'; '.join(bounded)}): something "
+                         "evicts it, so it is bounded")
     due = [f"{r.rows_due:,} of {r.label}'s {r.rows:,}"
            for r in sorted(read, key=lambda r: -(r.rows_due or 0))
            if r.expiry_clock == "event_time" and r.rows_due is not None]

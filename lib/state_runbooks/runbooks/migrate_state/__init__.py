@@ -37,6 +37,7 @@ from .demo import (
     job_to_migrate,
     run_demo,
 )
+from .exercise import try_it
 from .mapping import parse_fill
 from .plan import Plan, StorePlan, plan_migration, plan_unless_active
 from .report import (
@@ -52,6 +53,7 @@ from .report import (
 from .schema_change import SchemaChange, StoreChange, compare_schemas
 
 __all__ = [
+    "try_it",
     "MIGRATE", "Migrated", "migrate", "undo",
     "VERIFIED_FAMILIES", "Checks", "check_requirements", "TARGET_PROVIDERS",
     "check_target_provider", "requirement_lines", "load_job",

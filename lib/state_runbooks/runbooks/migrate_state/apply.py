@@ -180,7 +180,8 @@ class _Migrate:
         unexpected = [rel for rel in changed if rel not in replaced]
         what = ("no file that was there before changed, but the operator metadata and schemas "
                 "it replaced" if self.new is None else
-                f"the original checkpoint is untouched ({len(inventory)} files as listed before)")
+                f"the original checkpoint is untouched ({len(inventory)} files, sidecars "
+                f"included, as listed before)")
         lines.append(f"verified: {what}" if not unexpected else
                      f"NOT verified: {len(unexpected)} files of the checkpoint changed (e.g. "
                      f"{unexpected[0]})")

@@ -85,8 +85,9 @@ def check_requirements(ckpt: Checkpoint, change: SchemaChange, target_provider: 
     reqs.append(shared.operator_metadata(ckpt))
     reqs.append(shared.operators_verified(
         ckpt, VERIFIED_FAMILIES, SPARK_REFUSES, "migration",
-        also=lambda model: "join state format 3: Spark's state reader cannot read it, so its "
-                           "rows cannot be mapped" if model.join_state_format == 3 else None))
+        also=lambda model: "join state format 3: its migration (one store of column families) "
+                           "is not verified on this Spark" if model.join_state_format == 3
+        else None))
     reqs.append(shared.writes_rocksdb(before, after, "migration"))
     reqs.append(_something(change))
     problems = change.all_problems()

@@ -21,7 +21,7 @@ from state_runbooks.core.state_placement import key_width_cut
 from state_runbooks.core.state_reader import per_core_tasks, read_unit
 from state_runbooks.safety.change import last_committed, read_for_plan
 
-from .rows import OLD, PK, expected_partition, mapped_rows
+from .rows import OLD, expected_partition, mapped_rows
 from .schema_change import SchemaChange, StoreChange
 
 EXAMPLES = 3

@@ -11,6 +11,8 @@ query running in this session.
 
 Its demo's event logs are written by :mod:`state_runbooks.demos.event_logs`.
 """
+from .exercise import try_it
 from .verdicts import what_this_showed
 
-__all__ = ["what_this_showed"]
+__all__ = [
+    "try_it","what_this_showed"]

@@ -2,7 +2,7 @@
 
 Built from progress objects (``query.lastProgress`` JSON) however they were collected: an event log or
 a listener. A batch that was run twice (a restart after a failure) counts once, with its last progress.
-An operator's ``operator_id`` is its position in the progress's ``stateOperators`` list, which is the
+An operator's ``operator_index`` is its position in the progress's ``stateOperators`` list, which is the
 order of Spark's plan; the demos check that it matches the checkpoint's operator ids.
 """
 from __future__ import annotations
@@ -38,14 +38,14 @@ class History:
         return len(self.batches)
 
     def operator_names(self) -> list[tuple[int, str]]:
-        first = self.operators.drop_duplicates("operator_id").sort_values("operator_id")
-        return list(zip(first["operator_id"].astype(int), first["operator_name"]))
+        first = self.operators.drop_duplicates("operator_index").sort_values("operator_index")
+        return list(zip(first["operator_index"].astype(int), first["operator_name"]))
 
     def series(self, column: str) -> pd.DataFrame:
         """One column per operator (``<id> <name>``), one row per batch."""
         if self.operators.empty:
             return pd.DataFrame(index=pd.Index([], name="batch_id"))
-        table = self.operators.assign(operator=self.operators["operator_id"].astype(str) + " "
+        table = self.operators.assign(operator=self.operators["operator_index"].astype(str) + " "
                                       + self.operators["operator_name"])
         return table.pivot(index="batch_id", columns="operator", values=column)
 
@@ -90,9 +90,9 @@ def build_history(progress: list[dict], source: str = "", facts: dict | None = N
             "state_memory_bytes": sum(op.get("memoryUsedBytes", 0) for op in ops),
             "rows_dropped_by_watermark": sum(op.get("numRowsDroppedByWatermark", 0) for op in ops),
         })
-        for operator_id, op in enumerate(ops):
+        for operator_index, op in enumerate(ops):
             row = {"batch_id": batch_id, "timestamp": _timestamp(p.get("timestamp")),
-                   "operator_id": operator_id, "operator_name": op.get("operatorName", "?")}
+                   "operator_index": operator_index, "operator_name": op.get("operatorName", "?")}
             row.update({column: op.get(name) for name, column in OPERATOR_FIELDS.items()})
             row.update(_custom_metrics(op))
             operator_rows.append(row)
@@ -103,7 +103,7 @@ def build_history(progress: list[dict], source: str = "", facts: dict | None = N
         "state_memory_bytes", "rows_dropped_by_watermark"])
     operators = pd.DataFrame(operator_rows)
     if operators.empty:
-        operators = pd.DataFrame(columns=["batch_id", "timestamp", "operator_id", "operator_name",
+        operators = pd.DataFrame(columns=["batch_id", "timestamp", "operator_index", "operator_name",
                                           *OPERATOR_FIELDS.values()])
     return History(first.get("id", ""), first.get("name"), batches, operators, source,
                    dict(facts or {}))
@@ -112,10 +112,10 @@ def build_history(progress: list[dict], source: str = "", facts: dict | None = N
 def operators_summary(history: History) -> list[dict]:
     """Per operator in operator order: its figures per batch, in batch order (for the summary)."""
     out = []
-    for operator_id, name in history.operator_names():
-        rows = history.operators[history.operators["operator_id"] == operator_id] \
+    for operator_index, name in history.operator_names():
+        rows = history.operators[history.operators["operator_index"] == operator_index] \
             .sort_values("batch_id")
-        out.append({"operator_id": operator_id, "operator_name": name,
+        out.append({"operator_index": operator_index, "operator_name": name,
                     "batch_ids": rows["batch_id"].astype(int).tolist(),
                     "num_rows_total": rows["num_rows_total"].astype(int).tolist(),
                     "num_rows_dropped_by_watermark":

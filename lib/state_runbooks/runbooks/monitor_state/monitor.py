@@ -139,12 +139,12 @@ def start_monitor(checkpoint_path: str = "", spark_master: str = "", summary_pat
 
 def state_table(history: History) -> pd.DataFrame:
     """Per batch and operator: input rows and the state's row counts (no timings: they vary)."""
-    columns = ["batch_id", "operator_id", "operator_name", "num_rows_total", "num_rows_updated",
+    columns = ["batch_id", "operator_index", "operator_name", "num_rows_total", "num_rows_updated",
                "num_rows_removed", "num_rows_dropped_by_watermark"]
     table = history.operators[columns].merge(history.batches[["batch_id", "num_input_rows"]],
                                              on="batch_id")
     return table[["batch_id", "num_input_rows", *columns[1:]]].sort_values(
-        ["batch_id", "operator_id"])
+        ["batch_id", "operator_index"])
 
 
 def summarize(run: MonitorRun, verdicts: list[Verdict]) -> None:

@@ -120,10 +120,10 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
     out = []
     heap, heap_source = executor_heap(history.facts)
     executors = max(int(history.facts.get("executors", 1) or 1), 1)
-    for operator_id, name in history.operator_names():
-        rows = history.operators[history.operators["operator_id"] == operator_id] \
+    for operator_index, name in history.operator_names():
+        rows = history.operators[history.operators["operator_index"] == operator_index] \
             .sort_values("batch_id")
-        label = f"operator {operator_id} ({name})"
+        label = f"operator {operator_index} ({name})"
         if len(rows) < MIN_TREND_BATCHES:
             out.append(Verdict("growth_unknown", "info", f"{label}: {len(rows)} batches are too few "
                                f"to tell growth from a young query filling up (need "
@@ -170,8 +170,8 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
 
 def late_rows(history: History, t: Thresholds) -> list[Verdict]:
     out = []
-    for operator_id, name in history.operator_names():
-        rows = history.operators[history.operators["operator_id"] == operator_id]
+    for operator_index, name in history.operator_names():
+        rows = history.operators[history.operators["operator_index"] == operator_index]
         dropped = rows["num_rows_dropped_by_watermark"].fillna(0).astype(int)
         total = int(dropped.sum())
         if total == 0:
@@ -180,7 +180,7 @@ def late_rows(history: History, t: Thresholds) -> list[Verdict]:
         inputs = int(history.batches["num_input_rows"].fillna(0).sum())
         severity = "warning" if total >= t.late_rows_warning else "info"
         out.append(Verdict("late_rows_dropped", severity,
-                           f"operator {operator_id} ({name}) dropped {total:,} rows behind the "
+                           f"operator {operator_index} ({name}) dropped {total:,} rows behind the "
                            f"watermark in {len(batches)} of {len(rows)} batches (first in batch "
                            f"{batches[0]}; {total / max(inputs, 1):.1%} of {inputs:,} input rows): "
                            f"that data is missing from the output; if it should count, raise the "
@@ -193,15 +193,15 @@ def commit_share(history: History, t: Thresholds) -> list[Verdict]:
     so the time one task spends committing is commitTimeMs / numStateStoreInstances."""
     out = []
     durations = history.batches.set_index("batch_id")["batch_duration_ms"]
-    for operator_id, name in history.operator_names():
-        rows = history.operators[history.operators["operator_id"] == operator_id]
+    for operator_index, name in history.operator_names():
+        rows = history.operators[history.operators["operator_index"] == operator_index]
         per_task = rows["commit_time_ms"] / rows["num_state_store_instances"].clip(lower=1)
         batch = durations.reindex(rows["batch_id"]).to_numpy(dtype=float)
         shares = per_task.to_numpy(dtype=float) / np.where(batch > 0, batch, np.nan)
         if np.all(np.isnan(shares)):
             continue
         median = float(np.nanmedian(shares))
-        message = (f"operator {operator_id} ({name}): a state store instance commits in "
+        message = (f"operator {operator_index} ({name}): a state store instance commits in "
                    f"{float(np.nanmedian(per_task)):,.0f} ms (median), {median:.0%} of the median "
                    f"batch of {float(np.nanmedian(batch)):,.0f} ms")
         if median > t.commit_share_warning:
@@ -221,12 +221,12 @@ def memory(history: History, t: Thresholds) -> list[Verdict]:
     last = history.operators[history.operators["batch_id"] == history.operators["batch_id"].max()]
     out = []
     for _, row in last.iterrows():
-        label = f"operator {int(row['operator_id'])} ({row['operator_name']})"
+        label = f"operator {int(row['operator_index'])} ({row['operator_name']})"
         used = float(row["memory_used_bytes"] or 0)
         instances = max(int(row["num_state_store_instances"] or 1), 1)
         per_instance = f"{format_bytes(used)} in {instances} state store instances " \
                        f"({format_bytes(used / instances)} each)"
-        if _is_rocksdb(last[last["operator_id"] == row["operator_id"]]):
+        if _is_rocksdb(last[last["operator_index"] == row["operator_index"]]):
             out.append(Verdict("rocksdb_memory", "info", f"{label}: {per_instance}; RocksDB keeps "
                                f"this in native memory outside the heap: cap it with "
                                f"spark.sql.streaming.stateStore.rocksdb.boundedMemory"))
@@ -271,19 +271,19 @@ ROCKSDB_WATCH = {  # metric -> why it is worth a look when it rises above 0
 
 def rocksdb(history: History, t: Thresholds) -> list[Verdict]:
     out = []
-    for operator_id, name in history.operator_names():
-        rows = history.operators[history.operators["operator_id"] == operator_id]
+    for operator_index, name in history.operator_names():
+        rows = history.operators[history.operators["operator_index"] == operator_index]
         if not _is_rocksdb(rows):
             continue
         for metric, why in ROCKSDB_WATCH.items():
             if metric in rows and rows[metric].fillna(0).sum() > 0:
                 hits = rows.loc[rows[metric].fillna(0) > 0, "batch_id"].astype(int).tolist()
                 out.append(Verdict("rocksdb_attention", "warning",
-                                   f"operator {operator_id} ({name}): {metric} above 0 in "
+                                   f"operator {operator_index} ({name}): {metric} above 0 in "
                                    f"{len(hits)} batches (first {hits[0]}): {why}"))
         if "rocksdbSstFileSize" in rows:
             sst = rows.sort_values("batch_id")["rocksdbSstFileSize"].fillna(0)
-            out.append(Verdict("rocksdb_disk", "info", f"operator {operator_id} ({name}): SST files "
+            out.append(Verdict("rocksdb_disk", "info", f"operator {operator_index} ({name}): SST files "
                                f"{format_bytes(sst.iloc[0])} -> {format_bytes(sst.iloc[-1])} on local "
                                f"disk over the window"))
     return out
@@ -350,10 +350,10 @@ def _growth_lesson(history: History, t: Thresholds) -> str:
     """What the growth verdict judged on the operator holding the most rows at the end."""
     names = history.operator_names()
     last = history.operators[history.operators["batch_id"] == history.operators["batch_id"].max()]
-    largest = int(last.sort_values(["num_rows_total", "operator_id"],
-                                   ascending=[False, True])["operator_id"].iloc[0])
+    largest = int(last.sort_values(["num_rows_total", "operator_index"],
+                                   ascending=[False, True])["operator_index"].iloc[0])
     verdict = growth(history, t)[[i for i, _ in names].index(largest)]
-    rows = history.operators[history.operators["operator_id"] == largest].sort_values("batch_id")
+    rows = history.operators[history.operators["operator_index"] == largest].sort_values("batch_id")
     if verdict.code == "growth_unknown":
         return (f"{len(rows)} batches are too few for a growth verdict (it needs "
                 f"{MIN_TREND_BATCHES}): a young query filling up looks like growth")
@@ -383,7 +383,9 @@ def _late_rows_lesson(history: History, per_batch: pd.DataFrame) -> str:
     hit = dropped[dropped > 0]
     return (f"{int(dropped.sum()):,} of the {inputs:,} input rows came behind the watermark, "
             f"{_amount(hit)} a batch in {len(hit)} batches from batch {int(hit.index[0])}: "
-            "dropped, missing from the output, counted only in numRowsDroppedByWatermark")
+            "dropped, missing from the output, and counted in numRowsDroppedByWatermark, which "
+            "counts the rows behind the watermark of the batch before; a row behind only the "
+            "batch's own watermark is not counted there, and the state does not keep it either")
 
 
 def _memory_lesson(history: History, t: Thresholds) -> str:

@@ -17,6 +17,7 @@ shape the reader cannot read is "unknown" and nothing is planned.
 """
 from .apply import ROLLBACK, Checks, Outcome, check_rollback, rollback, undo
 from .diagnose import Diagnosis, Probe, diagnose, linear_scan
+from .exercise import try_it
 from .plan import REPLAY_FROM_START, Plan, plan_lines, plan_rollback
 from .report import (
     bisection_lines,
@@ -31,6 +32,7 @@ from .report import (
 from .structure import Problem
 
 __all__ = [
+    "try_it",
     "ROLLBACK", "Checks", "Outcome", "check_rollback", "rollback", "undo",
     "Diagnosis", "Probe", "diagnose", "linear_scan",
     "REPLAY_FROM_START", "Plan", "plan_lines", "plan_rollback",

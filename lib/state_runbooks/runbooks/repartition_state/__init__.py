@@ -25,10 +25,12 @@ from .checks import (
     current_partitions,
 )
 from .demo import RestartCompared, continue_demo
+from .exercise import try_it
 from .forecast import UnitScan, forecast, rows_equal, scan_state, scan_unit
 from .report import alternatives_lines, forecast_lines, summarize, what_this_showed
 
 __all__ = [
+    "try_it",
     "REPARTITION", "Repartitioned", "repartition", "undo",
     "RestartCompared", "continue_demo",
     "MIN_SPARK", "VERIFIED_FAMILIES", "VERIFIED_SPARK", "Checks", "Requirement",

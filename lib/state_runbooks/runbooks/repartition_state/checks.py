@@ -3,8 +3,9 @@
 Seen on Spark 4.3 (and tested): the HDFS-backed provider is refused
 (``STATE_REPARTITION_INVALID_CHECKPOINT.UNSUPPORTED_PROVIDER``) and a streaming ``limit`` fails
 reading its state schema (``STDS_FAILED_TO_READ_STATE_SCHEMA``), in both cases *after* Spark wrote
-a new offsets entry; a later call then fails with ``LAST_BATCH_ABANDONED_REPARTITION``. So every
-requirement is checked here before Spark is called, and nothing is left to Spark's own refusal.
+a new offsets entry; the query then fails at restart (``STREAMING_UNFINISHED_REPARTITION_DETECTED``)
+and a repartition to another count with ``LAST_BATCH_ABANDONED_REPARTITION``. So every requirement
+is checked here before Spark is called, and nothing is left to Spark's own refusal.
 """
 from __future__ import annotations
 

@@ -134,7 +134,8 @@ def what_this_showed(checks: Checks, scans: list[UnitScan], done: Repartitioned,
                  "checkpoint, and its state "
                  + ("equals that of a copy never repartitioned" if continued.same_state else
                     "DIFFERS from that of a copy never repartitioned"))
-    lines.append(f"undo, from the journal, put back all {files} files as they were, byte for byte"
+    lines.append(f"undo, from the journal, put back all {files} files (sidecars included) as "
+                 "they were, byte for byte"
                  if undone.verified and same_bytes else
                  f"undo did NOT give back the {files} files as they were")
     return lines

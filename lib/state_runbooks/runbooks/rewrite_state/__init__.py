@@ -32,6 +32,7 @@ from state_runbooks.safety.state_rewriter import (
 from .apply import REWRITE, Rewritten, rewrite, undo
 from .checks import VERIFIED_FAMILIES, Checks, Requirement, check_requirements
 from .demo import build_dedup_demo, dedup_query, operator_provider, state_comparison
+from .exercise import try_it
 from .plan import Plan, StorePlan, plan_rewrite, plan_unless_active
 from .report import (
     alternatives_lines,
@@ -42,6 +43,7 @@ from .report import (
 )
 
 __all__ = [
+    "try_it",
     "REWRITE",
     "TARGET_PROVIDERS",
     "VERIFIED_CONSTRUCTOR",

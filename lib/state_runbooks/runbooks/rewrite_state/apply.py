@@ -102,7 +102,8 @@ class _Rewrite:
         changed = changed_files(ckpt, inventory)
         what = ("no file that was there before changed (Spark only added files)"
                 if self.new is None else
-                f"the original checkpoint is untouched ({len(inventory)} files as listed before)")
+                f"the original checkpoint is untouched ({len(inventory)} files, sidecars "
+                f"included, as listed before)")
         lines.append(f"verified: {what}" if not changed else
                      f"NOT verified: {len(changed)} files of the checkpoint changed (e.g. "
                      f"{changed[0]})")

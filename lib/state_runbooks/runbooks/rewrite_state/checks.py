@@ -78,8 +78,8 @@ def check_requirements(ckpt: Checkpoint, target_provider: str = "", drop_keys_wh
     reqs.append(shared.operator_metadata(ckpt))
     reqs.append(shared.operators_verified(
         ckpt, VERIFIED_FAMILIES, SPARK_REFUSES, "rewrite",
-        also=lambda model: "join state format 3: Spark's state reader cannot read it, so the "
-                           "rows after cannot be verified" if model.join_state_format == 3
+        also=lambda model: "join state format 3: its rewrite (one store of column families) is "
+                           "not verified on this Spark" if model.join_state_format == 3
         else None))
     reqs.append(shared.writes_rocksdb(before, after, "rewrite"))
     reqs.append(Requirement(

@@ -159,7 +159,7 @@ def what_this_showed(checks: Checks, plan: Plan, moved: Rewritten, there: Contin
     lines.append(f"without a watermark a deduplication never forgets an id: when the dropped ids "
                  f"came again, {len(again.output)} rows came through after the drop and "
                  f"{len(never.output)} on the copy never rewritten")
-    lines.append(f"undo, from the journal, put back all {files} files of the deduplication as they "
-                 "were, byte for byte" if undone.verified and same_bytes else
+    lines.append(f"undo, from the journal, put back all {files} files of the deduplication "
+                 "(sidecars included) as they were, byte for byte" if undone.verified and same_bytes else
                  f"undo did NOT give back the {files} files as they were")
     return lines

@@ -16,6 +16,8 @@ live-writer checks and undo); :mod:`state_runbooks.runbooks.repartition_state` i
 """
 from .count import RowCounts, count_rows
 from .demo import DEMO, expected_rows
+from .exercise import try_it
 from .report import summarize, what_this_showed
 
-__all__ = ["DEMO", "RowCounts", "count_rows", "expected_rows", "summarize", "what_this_showed"]
+__all__ = [
+    "try_it","DEMO", "RowCounts", "count_rows", "expected_rows", "summarize", "what_this_showed"]

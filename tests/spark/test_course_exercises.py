@@ -1,0 +1,118 @@
+"""Every runbook's "Try it yourself" exercise on a demo checkpoint written by a real query: the
+answer it computes for the changed parameter, a right prediction called right and a wrong one
+not (02's and 06's, which need no Spark, are in the unit tier)."""
+from __future__ import annotations
+
+import shutil
+
+from checkpoint_trees import age
+
+from state_runbooks.common.runtime import provider_classes
+from state_runbooks.core import growth as state_growth
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.demos import faults
+from state_runbooks.demos.checkpoints import JOIN_DEMO_BATCHES
+from state_runbooks.query.job import load_job
+from state_runbooks.runbooks import check_query_change as qc
+from state_runbooks.runbooks import diagnose_join_mismatch as jd
+from state_runbooks.runbooks import enable_rocksdb as er
+from state_runbooks.runbooks import inspect_state, template
+from state_runbooks.runbooks import migrate_state as ms
+from state_runbooks.runbooks import recover_corrupted_state as recovery
+from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.runbooks import rewrite_state as rs
+
+
+def wrong(answer):
+    return answer + 1 if isinstance(answer, int) else f"not {answer}"
+
+
+def told_apart(exercise) -> None:
+    assert exercise is not None
+    assert exercise.check(exercise.answer).startswith(f"right: {exercise.answer}")
+    assert exercise.check(wrong(exercise.answer)).startswith("not quite: you said ")
+    assert exercise.check(None).startswith("no prediction yet")
+
+
+def copy_of(spark, run, tmp_path) -> Checkpoint:
+    path = tmp_path / "ckpt"
+    shutil.copytree(run.checkpoint_path.removeprefix("file:"), path)
+    age(path)
+    return Checkpoint(spark, str(path))
+
+
+def test_00_rows_at_an_earlier_batch(spark, demo_factory):
+    ckpt = Checkpoint(spark, demo_factory("dedup", batches=4, rows_per_batch=20,
+                                          partitions=4).checkpoint_path)
+    exercise = template.try_it(ckpt)
+    assert exercise.answer == template.expected_rows(template.exercise.BATCH + 1)
+    told_apart(exercise)
+
+
+def test_01_the_provider_a_restart_runs(spark, tmp_path):
+    demo = er.demonstrate_pinned_provider(spark, str(tmp_path), provider_classes().rocksdb)
+    exercise = er.try_it(demo)
+    assert exercise.answer == "hdfs"
+    told_apart(exercise)
+
+
+def test_03_a_stricter_skew_threshold(spark, demo_factory):
+    ckpt = Checkpoint(spark, demo_factory("two_operators", batches=8, rows_per_batch=40)
+                      .checkpoint_path)
+    reports = inspect_state.inspect_stores(ckpt)
+    exercise = inspect_state.try_it(ckpt, reports, state_growth.growth(ckpt))
+    assert exercise.answer in ("pass", "warn", "info")
+    told_apart(exercise)
+
+
+def test_04_one_keys_category(spark, demo_factory):
+    run = demo_factory("join", batches=JOIN_DEMO_BATCHES, rows_per_batch=20)
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    spec = jd.resolve_join(ckpt)
+    exercise = jd.try_it(jd.diagnose(ckpt, spec), run.rows_per_batch)
+    assert exercise.answer == "outside_time_bounds"
+    told_apart(exercise)
+
+
+def test_05_a_rollback_further_back(spark, demo_factory, tmp_path):
+    ckpt = copy_of(spark, demo_factory("two_operators", "rocksdb_changelog", batches=6,
+                                       rows_per_batch=20), tmp_path)
+    faults.inject_fault(ckpt, "break_middle")
+    diag = recovery.diagnose(ckpt.refresh())
+    exercise = recovery.try_it(ckpt, diag)
+    target = diag.last_good_batch_id - 1
+    assert exercise.answer == len(recovery.plan_rollback(ckpt, diag, target).moves) > 0
+    told_apart(exercise)
+
+
+def test_07_another_partition_count(spark, demo_factory):
+    ckpt = Checkpoint(spark, demo_factory("window_agg", "rocksdb", batches=3, rows_per_batch=10,
+                                          partitions=2).checkpoint_path)
+    exercise = rp.try_it(ckpt, ckpt.last_committed_batch_id, 2)
+    scan = rp.scan_state(ckpt, ckpt.last_committed_batch_id, 2, 3)[0]
+    assert exercise.answer == scan.after[0] and sum(scan.after) == scan.rows
+    told_apart(exercise)
+
+
+def test_08_a_deduplication_added_in_front(spark, demo_factory):
+    ckpt = Checkpoint(spark, demo_factory(**{k: v for k, v in qc.DEMO.items()}).checkpoint_path)
+    exercise = qc.try_it(spark, ckpt)
+    assert exercise.answer == "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
+    told_apart(exercise)
+
+
+def test_09_a_drop_of_one_users_keys(spark, demo_factory):
+    ckpt = Checkpoint(spark, demo_factory("window_agg", "hdfs", batches=3, rows_per_batch=10,
+                                          partitions=2).checkpoint_path)
+    exercise = rs.try_it(ckpt)
+    rows = spark.read.format("statestore").load(ckpt.root)
+    assert exercise.answer == rows.where("key.user_id = 'user-1'").count() > 0
+    told_apart(exercise)
+
+
+def test_10_the_migration_without_its_fill(spark, demo_factory):
+    demo = {k: v for k, v in ms.DEMO.items()}
+    ckpt = Checkpoint(spark, demo_factory(**demo).checkpoint_path)
+    exercise = ms.try_it(spark, ckpt, load_job(spark, ms.DEMO_JOB_FILE, ms.DEMO_FUNCTION))
+    assert exercise.answer == "value.max"
+    told_apart(exercise)

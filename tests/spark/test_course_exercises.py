@@ -21,6 +21,7 @@ from state_runbooks.runbooks import migrate_state as ms
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
 from state_runbooks.runbooks import rewrite_state as rs
+from state_runbooks.runbooks import trace_key as tk
 
 
 def wrong(answer):
@@ -115,4 +116,13 @@ def test_10_the_migration_without_its_fill(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory(**demo).checkpoint_path)
     exercise = ms.try_it(spark, ckpt, load_job(spark, ms.DEMO_JOB_FILE, ms.DEMO_FUNCTION))
     assert exercise.answer == "value.max"
+    told_apart(exercise)
+
+
+def test_11_when_the_first_window_leaves(spark, demo_factory):
+    d = tk.DEMO
+    ckpt = Checkpoint(spark, demo_factory(d["workload"], d["provider"], d["batches"],
+                                          d["rows_per_batch"], d["partitions"]).checkpoint_path)
+    exercise = tk.try_it(tk.run_demo(ckpt).evicted)
+    assert exercise.answer == 7
     told_apart(exercise)

@@ -1,0 +1,36 @@
+"""The trace-key runbook (11): one key through a checkpoint's state: the partition it lives in,
+what each batch did to it, and why it is (or is not) there.
+
+One module per concern:
+
+- :mod:`.condition`: what ``key_where`` fixes, read from its text;
+- :mod:`.locate`: the key's partition by Spark's rule, and a read of one partition at a batch;
+- :mod:`.history`: the rows matched at every batch of the range, and what each batch did;
+- :mod:`.verdict`: present, evicted, removed or never seen, in one line;
+- :mod:`.trace`: every unit asked for, placed, read and judged;
+- :mod:`.report`: the lines a reader sees, the summary, what the demo showed;
+- :mod:`.demo`: three keys of a windowed count traced.
+"""
+from .condition import check_key_where, fixed_columns
+from .demo import DEMO, EVICTED, NEVER_SEEN, DemoTraces, present_key, run_demo
+from .exercise import try_it
+from .history import Change, UnitTrace
+from .report import (
+    history_lines,
+    placement_lines,
+    summarize,
+    verdict_lines,
+    what_this_showed,
+)
+from .trace import Trace, trace_key
+from .verdict import STATUSES, KeyStatus
+
+__all__ = [
+    "check_key_where", "fixed_columns",
+    "DEMO", "EVICTED", "NEVER_SEEN", "DemoTraces", "present_key", "run_demo",
+    "try_it",
+    "Change", "UnitTrace",
+    "history_lines", "placement_lines", "summarize", "verdict_lines", "what_this_showed",
+    "Trace", "trace_key",
+    "STATUSES", "KeyStatus",
+]

@@ -1,0 +1,118 @@
+"""Runbook 11 (trace one key) on checkpoints written by real queries of every operator kind: a key
+present, one the state lost (evicted by the watermark, or removed), one never seen, each traced and
+compared with what Spark's reader shows at every batch; Spark's partition rule against the
+reader's ``partition_id`` of every row; one partition read a batch where the key is fixed."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+import tiers
+
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.operators import state_units
+from state_runbooks.core.state_placement import key_width_cut, partition_of
+from state_runbooks.core.state_reader import read_unit
+from state_runbooks.runbooks import trace_key as tk
+from state_runbooks.running.results import Summary
+
+SHAPES = tiers.tiered(
+    [("window_agg", "rocksdb"), ("window_agg", "hdfs"), ("dedup", "rocksdb_changelog"),
+     ("dedup_within_watermark", "rocksdb"), ("session_window", "rocksdb"), ("join", "hdfs"),
+     ("pandas_with_state", "rocksdb"), ("transform_with_state", "rocksdb")],
+    core=[("window_agg", "rocksdb"), ("join", "hdfs"), ("transform_with_state", "rocksdb")])
+
+
+def literal(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat(sep=' ')} UTC'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return "'" + str(value).replace("'", "\\'") + "'"
+
+
+def key_where_of(key, prefix: str = "key") -> str:
+    """The condition that fixes every leaf of a key row."""
+    parts = []
+    for name, value in key.asDict().items():
+        path = f"{prefix}.{name}"
+        if hasattr(value, "asDict"):
+            parts.append(key_where_of(value, path))
+        else:
+            parts.append(f"{path} = {literal(value)}" if value is not None else f"{path} IS NULL")
+    return " AND ".join(parts)
+
+
+def keys_by_batch(ckpt, unit, key_where, first, last) -> dict:
+    """What Spark's reader shows of the key at every batch: the batches whose state holds it."""
+    return {b: read_unit(ckpt, unit, b).where(key_where).count() > 0
+            for b in range(first, last + 1)}
+
+
+@pytest.mark.parametrize(("workload", "provider"), SHAPES)
+def test_a_key_traced_says_what_the_reader_shows_at_every_batch(spark, demo_factory, workload,
+                                                                provider):
+    run = demo_factory(workload, provider, batches=6, rows_per_batch=10, partitions=2)
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    for unit in state_units(ckpt):
+        df = read_unit(ckpt, unit)
+        if "key" not in df.columns or unit.kind == "timers":
+            continue
+        first, last = ckpt.retained_batch_range(unit.operator_id)
+        # Spark's rule against the reader, every row of the newest batch.
+        cut = key_width_cut(ckpt, unit)
+        assert df.where(partition_of(df, cut, unit.num_partitions) != df["partition_id"]) \
+            .count() == 0, unit.label
+        early = read_unit(ckpt, unit, first).select("key").collect()
+        now = {repr(r.key) for r in df.select("key").collect()}
+        keys = [r.key for r in early[:1]] + [r.key for r in df.select("key").limit(1).collect()]
+        lost = [r.key for r in early if repr(r.key) not in now][:1]
+        for key in dict.fromkeys(keys + lost):
+            key_where = key_where_of(key)
+            trace = tk.trace_key(ckpt, key_where, unit.operator_id,
+                                 unit.state_variable or unit.store_name)
+            mine = next(t for t in trace.traces if t.label == unit.label)
+            seen = keys_by_batch(ckpt, unit, key_where, first, last)
+            assert {b: bool(rows) for b, rows in mine.by_batch.items()} == seen, key_where
+            status = trace.status
+            if seen[last]:
+                assert status.status == "present"
+            else:
+                assert status.status in ("evicted", "removed")
+                assert status.evicted_at_batch == max(b for b, s in seen.items() if s) + 1
+            assert not trace.disagreements()
+            if mine.placement.partition_id is not None:
+                assert mine.partitions_read in (1, unit.num_partitions)
+
+
+def test_a_key_never_seen_and_one_partition_read(spark, demo_factory):
+    d = tk.DEMO
+    run = demo_factory(d["workload"], d["provider"], d["batches"], d["rows_per_batch"],
+                       d["partitions"])
+    ckpt = Checkpoint(spark, run.checkpoint_path)
+    demo = tk.run_demo(ckpt)
+    assert demo.never_seen.status.status == "never_seen"
+    assert demo.evicted.status.status == "evicted"
+    assert demo.present.status.status == "present"
+    for one in (demo.present, demo.evicted, demo.never_seen):
+        assert one.partitions_read == 1  # RocksDB keeps a snapshot a batch: one partition read
+    summary = Summary("trace_key", ckpt.root, spark.version)
+    tk.summarize(summary, demo.evicted)
+    assert summary.details["key_status"] == "evicted"
+    assert summary.details["evicted_at_batch"] == demo.evicted.status.evicted_at_batch
+    assert summary.details["partitions_read"] == 1
+    assert [h["change"] for h in summary.details["history"]][-1] == "deleted"
+
+
+def test_a_condition_that_resolves_on_no_store_gets_one_line(spark, demo_factory):
+    from messages import one_line
+
+    from state_runbooks.common.errors import RunbookError
+    ckpt = Checkpoint(spark, demo_factory("window_agg", "rocksdb", 3, 10, 2).checkpoint_path)
+    with pytest.raises(RunbookError) as excinfo:
+        tk.trace_key(ckpt, "key.nope = 1")
+    assert "key_where resolves on no unit asked for" in one_line(excinfo)

@@ -145,8 +145,11 @@ def test_a_page_keeps_its_plots_and_says_its_place_and_status(course_book):
     assert "checkpoint path does not exist: /nowhere" in alpha[:alpha.index("Alpha: stops")]
 
 
-def test_a_demo_that_left_nothing_still_gets_a_page_with_why(course_book):
+@pytest.mark.parametrize("left", ["nothing", "a notebook cut short"])
+def test_a_demo_that_left_no_notebook_still_gets_a_page_with_why(course_book, left):
     course, notebooks, out = course_book
+    if left != "nothing":
+        (out / "00_guide.ipynb").write_text('{"cells": [{"cell_type": "mark')
     book.render_book(course, out, notebooks, ["00_guide"],
                      failures={"00_guide": "ModuleNotFoundError: No module named 'x'"})
     guide = (out / "00_guide.html").read_text()

@@ -73,9 +73,10 @@ def render_page(lesson: Lesson, course: Course, out_dir: pathlib.Path,
     led by the course header; links to other notebooks of the book go to their pages."""
     import nbformat
 
-    executed = out_dir / f"{lesson.notebook}.ipynb"
-    source = executed if executed.exists() else notebooks_dir / f"{lesson.notebook}.ipynb"
-    nb = nbformat.read(str(source), as_version=4)
+    try:
+        nb = nbformat.read(str(out_dir / f"{lesson.notebook}.ipynb"), as_version=4)
+    except (OSError, ValueError):  # none, or cut short by a kernel that died while writing it
+        nb = nbformat.read(str(notebooks_dir / f"{lesson.notebook}.ipynb"), as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = _NOTEBOOK_LINK.sub(

@@ -150,9 +150,10 @@ def render_book(course: Course, out_dir: pathlib.Path, notebooks_dir: pathlib.Pa
     for stem in pages:
         try:
             summary = json.loads((out_dir / f"{stem}.summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(summary, dict) and summary.get("spark_version"):  # none: Spark never started
             versions.add(str(summary["spark_version"]))
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
     return render_index(course, out_dir, pages, statuses, titles, versions, exporter)
 
 
@@ -180,5 +181,5 @@ def book_command(names: list[str], out_dir: pathlib.Path, interactive: bool) -> 
     """``state-runbooks book``: a line per demo, the table of outputs, then where the book is."""
     outcomes, index = build_book(out_dir, names, interactive)
     print(report(outcomes, out_dir))
-    print(f"course book: {index} ({len(outcomes)} pages)")
+    print(f"course book: {index} ({len(outcomes)} page{'' if len(outcomes) == 1 else 's'})")
     return 1 if any(o.failure for o in outcomes) else 0

@@ -30,6 +30,11 @@ def _link(stem: str, pages: set[str]) -> str:
     return f"[{_text(stem)}]({stem}.html)" if stem in pages else _text(stem)
 
 
+def _prerequisites(lesson: Lesson, pages: set[str]) -> str:
+    return ", ".join(_link(p, pages) if is_notebook_name(p) else _text(p)
+                     for p in lesson.prerequisites) or "none"
+
+
 def demo_status(out_dir: pathlib.Path, stem: str, failure: str | None = None) -> tuple[str, str]:
     """A demo's status from its summary JSON, and why it stopped ("" when it did not):
     ``failed`` with the runner's one line when it left no summary."""
@@ -57,11 +62,10 @@ def _header(lesson: Lesson, course: Course, pages: list[str], status: tuple[str,
             place.append(f"next: {_link(order[at + 1], set(pages))}")
     else:
         place = ["for authors: the conventions"]
-    needs = ", ".join(_link(p, set(pages)) if is_notebook_name(p) else _text(p)
-                      for p in lesson.prerequisites) or "none"
     return "\n".join([
         f"**Course book** · [all lessons]({INDEX}) · {' · '.join(place)}", "",
-        f"About {lesson.minutes} minutes. **Prerequisites:** {needs}. "
+        f"About {lesson.minutes} minutes. "
+        f"**Prerequisites:** {_prerequisites(lesson, set(pages))}. "
         f"**What it teaches:** {_text(lesson.teaches)}", "",
         f"Demo status: {_verdict(*status)}", "", "---"])
 
@@ -89,11 +93,10 @@ def _table(lessons: list[Lesson], statuses: dict, titles: dict, pages: set[str])
     rows = ["| # | Notebook | Minutes | Prerequisites | What it teaches | Demo status |",
             "|---|---|---|---|---|---|"]
     for number, lesson in enumerate(lessons, 1):
-        needs = ", ".join(_link(p, pages) if is_notebook_name(p) else _text(p)
-                          for p in lesson.prerequisites) or "none"
-        rows.append(f"| {number} | {_link(lesson.notebook, pages)}: {_text(titles[lesson.notebook])}"
-                    f" | {lesson.minutes} | {needs} | {_text(lesson.teaches)} | "
-                    f"{_verdict(*statuses[lesson.notebook])} |")
+        cells = [str(number), f"{_link(lesson.notebook, pages)}: {_text(titles[lesson.notebook])}",
+                 str(lesson.minutes), _prerequisites(lesson, pages), _text(lesson.teaches),
+                 _verdict(*statuses[lesson.notebook])]
+        rows.append(f"| {' | '.join(cells)} |")
     return "\n".join(rows)
 
 

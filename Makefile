@@ -10,7 +10,7 @@ COMPILED := $(VENV)/.compiled
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup test-setup class-archive java-check demo wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
+.PHONY: setup test-setup class-archive java-check demo book wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
 
 setup: java-check $(STAMP) $(COMPILED)
 
@@ -53,6 +53,11 @@ test-setup: java-check $(SPARK_STAMP)
 # A line per runbook, then a table of outputs; Spark's and the kernels' output in $(OUT)/logs/.
 demo: setup
 	@$(BIN)/state-runbooks demo --out $(OUT)
+
+# The course book: every demo run again and rendered as a page, with an index in the order of the
+# learning path (runbooks/course.yaml): $(OUT)/book/index.html.
+book: setup
+	@$(BIN)/state-runbooks book --out $(OUT)/book
 
 # A wheel in dist/ that carries the notebooks, playbooks and schedules (README: install from a wheel).
 wheel: setup

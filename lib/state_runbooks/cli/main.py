@@ -8,6 +8,7 @@
     state-runbooks export runbooks/              # the notebooks and playbooks, to import elsewhere
     state-runbooks install-kernel-config         # the kernel: JVM output out of cells, quick exit
     state-runbooks golden [03_inspect_state]     # refresh the outputs nbval compares
+    state-runbooks book [--out out/book]         # every demo as a page of the course book
     state-runbooks connect-server [--port 15002] # a local Spark Connect server, until Ctrl-C
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
 
+from .book import book_command
 from .golden import refresh_golden
 from .headless import report, run_in_child
 from .kernel_config import install_kernel_config
@@ -119,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
                    "kept out of notebook cells, no wait for the JVM at shutdown")
     golden = sub.add_parser("golden", help="refresh the outputs nbval compares (after a change)")
     golden.add_argument("notebooks", nargs="*", help="notebook names; default: all")
+    book = sub.add_parser("book", help="run every demo and render the course book: a page per "
+                          "notebook and an index in learning-path order (runbooks/course.yaml)")
+    book.add_argument("notebooks", nargs="*", help="notebook names; default: all of the course")
+    book.add_argument("--out", default="out/book", help="output folder (default: out/book)")
     server = sub.add_parser("connect-server", help="run a local Spark Connect server (Ctrl-C stops)")
     server.add_argument("--port", type=int, default=15002, help="port on 127.0.0.1 (default 15002)")
     server.add_argument("--log", default="out/connect-server.log", help="the server's log file")
@@ -153,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
         refuse_own_folder(str(out_dir), "--out")
     except RunbookError as exc:
         raise SystemExit(f"error: {exc}") from None
+    interactive = sys.stdout.isatty()
+    if args.command == "book":
+        try:
+            return book_command(args.notebooks, out_dir, interactive)
+        except RunbookError as exc:
+            raise SystemExit(f"error: {exc}") from None
     if args.command == "run":
         # The parameters file is read, and every parameter checked, where a refusal still
         # writes the run's summary (run_in_child).
@@ -162,7 +174,6 @@ def main(argv: list[str] | None = None) -> int:
         targets = [(nb, {}) for nb in runbook_notebooks()]
         demo_wanted, parameters_file = True, ""
 
-    interactive = sys.stdout.isatty()
     outcomes = [run_in_child(notebook, out_dir, parameters, demo_wanted, interactive,
                              parameters_file)
                 for notebook, parameters in targets]

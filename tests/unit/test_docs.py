@@ -88,3 +88,16 @@ def test_every_relative_link_resolves(document):
     broken = [t for t in _links(document)
               if not (document.parent / t.split("#")[0]).exists()]
     assert not broken
+
+
+def test_the_playbooks_learning_path_is_the_courses():
+    """runbooks/README.md tells the path in prose; runbooks/course.yaml holds it for the book:
+    the same notebooks in the same order, each after the same notebooks."""
+    from state_runbooks.cli.course import is_notebook_name, read_course
+    course = read_course(REPO / "runbooks" / "course.yaml")
+    items = re.findall(r"^\d+\. \[(\d\d_\w+)\]\([^)]*\) \(([^)]*)\)",
+                       _section(PLAYBOOKS_README, "Learning path"), re.M)
+    assert [name for name, _ in items] == [lesson.notebook for lesson in course.path]
+    for (name, after), lesson in zip(items, course.path):
+        wanted = {p[:2] for p in lesson.prerequisites if is_notebook_name(p)}
+        assert set(re.findall(r"\b(\d\d)\b", after.split(":")[0])) == wanted, name

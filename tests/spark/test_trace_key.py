@@ -16,11 +16,14 @@ from state_runbooks.core.state_reader import read_unit
 from state_runbooks.runbooks import trace_key as tk
 from state_runbooks.running.results import Summary
 
-SHAPES = tiers.tiered(
-    [("window_agg", "rocksdb"), ("window_agg", "hdfs"), ("dedup", "rocksdb_changelog"),
-     ("dedup_within_watermark", "rocksdb"), ("session_window", "rocksdb"), ("join", "hdfs"),
-     ("pandas_with_state", "rocksdb"), ("transform_with_state", "rocksdb")],
-    core=[("window_agg", "rocksdb"), ("join", "hdfs"), ("transform_with_state", "rocksdb")])
+CORE = {("window_agg", "rocksdb"), ("join", "hdfs"), ("transform_with_state", "rocksdb")}
+SHAPES = [tiers.case(workload, provider, core=(workload, provider) in CORE,
+                     id=f"{workload}-{provider}")
+          for workload, provider in [
+              ("window_agg", "rocksdb"), ("window_agg", "hdfs"), ("dedup", "rocksdb_changelog"),
+              ("dedup_within_watermark", "rocksdb"), ("session_window", "rocksdb"),
+              ("join", "hdfs"), ("pandas_with_state", "rocksdb"),
+              ("transform_with_state", "rocksdb")]]
 
 
 def literal(value) -> str:

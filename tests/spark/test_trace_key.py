@@ -4,8 +4,6 @@ compared with what Spark's reader shows at every batch; Spark's partition rule a
 reader's ``partition_id`` of every row; one partition read a batch where the key is fixed."""
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 import tiers
 
@@ -24,30 +22,6 @@ SHAPES = [tiers.case(workload, provider, core=(workload, provider) in CORE,
               ("dedup_within_watermark", "rocksdb"), ("session_window", "rocksdb"),
               ("join", "hdfs"), ("pandas_with_state", "rocksdb"),
               ("transform_with_state", "rocksdb")]]
-
-
-def literal(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, dt.datetime):
-        return f"TIMESTAMP '{value.isoformat(sep=' ')} UTC'"
-    if isinstance(value, dt.date):
-        return f"DATE '{value.isoformat()}'"
-    return "'" + str(value).replace("'", "\\'") + "'"
-
-
-def key_where_of(key, prefix: str = "key") -> str:
-    """The condition that fixes every leaf of a key row."""
-    parts = []
-    for name, value in key.asDict().items():
-        path = f"{prefix}.{name}"
-        if hasattr(value, "asDict"):
-            parts.append(key_where_of(value, path))
-        else:
-            parts.append(f"{path} = {literal(value)}" if value is not None else f"{path} IS NULL")
-    return " AND ".join(parts)
 
 
 def keys_by_batch(ckpt, unit, key_where, first, last) -> dict:
@@ -75,7 +49,7 @@ def test_a_key_traced_says_what_the_reader_shows_at_every_batch(spark, demo_fact
         keys = [r.key for r in early[:1]] + [r.key for r in df.select("key").limit(1).collect()]
         lost = [r.key for r in early if repr(r.key) not in now][:1]
         for key in dict.fromkeys(keys + lost):
-            key_where = key_where_of(key)
+            key_where = tk.key_where_for(key)
             trace = tk.trace_key(ckpt, key_where, unit.operator_id,
                                  unit.state_variable or unit.store_name)
             mine = next(t for t in trace.traces if t.label == unit.label)

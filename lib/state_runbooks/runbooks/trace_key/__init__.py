@@ -11,7 +11,7 @@ One module per concern:
 - :mod:`.report`: the lines a reader sees, the summary, what the demo showed;
 - :mod:`.demo`: three keys of a windowed count traced.
 """
-from .condition import check_key_where, fixed_columns
+from .condition import check_key_where, fixed_columns, key_where_for
 from .demo import DEMO, EVICTED, NEVER_SEEN, DemoTraces, present_key, run_demo
 from .exercise import try_it
 from .history import Change, UnitTrace
@@ -26,7 +26,7 @@ from .trace import Trace, trace_key
 from .verdict import STATUSES, KeyStatus
 
 __all__ = [
-    "check_key_where", "fixed_columns",
+    "check_key_where", "fixed_columns", "key_where_for",
     "DEMO", "EVICTED", "NEVER_SEEN", "DemoTraces", "present_key", "run_demo",
     "try_it",
     "Change", "UnitTrace",

@@ -7,6 +7,7 @@ fixes nothing, and the trace then reads every partition.
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 from state_runbooks.common.errors import RunbookError
@@ -90,3 +91,33 @@ def fixes(fixed: dict[str, str], partition_key_type) -> bool:
                 not all(p in fixed for p in leaf_paths(f.dataType, name)):
             return False
     return True
+
+
+def _literal(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dt.datetime):
+        # PySpark returns a timestamp as a naive datetime in this machine's zone: said in UTC,
+        # the literal means the same instant in any session's zone.
+        utc = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return f"TIMESTAMP '{utc.isoformat(sep=' ')} UTC'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def key_where_for(key, prefix: str = "key") -> str:
+    """The ``key_where`` that fixes every column of a key row as Spark's reader returns it (a
+    row 03 shows, say)."""
+    parts = []
+    for name, value in key.asDict().items():
+        path = f"{prefix}.{name}"
+        if hasattr(value, "asDict"):
+            parts.append(key_where_for(value, path))
+        elif value is None:
+            parts.append(f"{path} IS NULL")
+        else:
+            parts.append(f"{path} = {_literal(value)}")
+    return " AND ".join(parts)

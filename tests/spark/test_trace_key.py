@@ -93,3 +93,17 @@ def test_a_condition_that_resolves_on_no_store_gets_one_line(spark, demo_factory
     with pytest.raises(RunbookError) as excinfo:
         tk.trace_key(ckpt, "key.nope = 1")
     assert "key_where resolves on no unit asked for" in one_line(excinfo)
+
+
+def test_over_spark_connect_the_trace_says_what_a_classic_session_says(spark, demo_factory,
+                                                                       on_connect):
+    d = tk.DEMO
+    run = demo_factory(d["workload"], d["provider"], d["batches"], d["rows_per_batch"],
+                       d["partitions"])
+    classic = tk.trace_key(Checkpoint(spark, run.checkpoint_path), tk.EVICTED)
+    with on_connect() as connect:
+        remote = tk.trace_key(Checkpoint(connect, run.checkpoint_path), tk.EVICTED)
+    assert remote.status == classic.status and remote.status.status == "evicted"
+    assert [c.line() for t in remote.traces for c in t.changes] == \
+        [c.line() for t in classic.traces for c in t.changes]
+    assert remote.partitions_read == classic.partitions_read == 1

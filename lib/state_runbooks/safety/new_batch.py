@@ -9,13 +9,14 @@ the new provider) before the call, and the new batch's commit after it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
 
 from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.fs import open_fs
+from state_runbooks.core.fs import open_fs, remove_tree
 
 # Files a new location needs besides offsets and commits: the query id, the sources' own logs,
 # each operator's metadata and state schemas (with their .crc sidecars).
@@ -80,3 +81,20 @@ def commit_new_batch(ckpt: Checkpoint, dst, batch_id: int, new_batch: int) -> No
     the checkpoint's last commit as it is (the same next watermark), which ends the rewrite's
     batch."""
     ckpt.fs.raw().copy_to(f"commits/{batch_id}", dst, f"commits/{new_batch}")
+
+
+@contextlib.contextmanager
+def read_location(ckpt: Checkpoint, inventory: dict | None, batch_id: int, provider_before: str,
+                  rocksdb_class: str):
+    """Where Spark's rewriter reads the state of ``batch_id`` from: the checkpoint itself, or,
+    for an HDFS-backed source (whose raw rows Spark's reader refuses), a staging folder that
+    lends it the schemas (:func:`prepare_staging`), removed when the rewrite is over."""
+    if provider_before != "hdfs":
+        yield ckpt.root
+        return
+    staging = prepare_staging(ckpt, inventory, batch_id,
+                              offsets_entry(ckpt, batch_id, rocksdb_class))
+    try:
+        yield staging
+    finally:
+        remove_tree(ckpt.spark, staging)

@@ -156,6 +156,19 @@ def stopped(activity, force: bool) -> Requirement:
 
 
 # -- the requirements of a change written by Spark's state rewriter --------------------------------
+@dataclass(frozen=True)
+class RewriteChecks(RequirementList):
+    """The checks of a change Spark's state rewriter writes: the provider before and after, and
+    where the result goes."""
+    provider_before: str  # hdfs or rocksdb: the kind pinned in the newest offsets entry
+    provider_after: str
+    output_path: str  # the new location, fully qualified; empty: in place
+
+    @property
+    def in_place(self) -> bool:
+        return not self.output_path
+
+
 def check_target_provider(target_provider: str) -> str:
     if target_provider not in TARGET_PROVIDERS:
         raise RunbookError(f"target_provider={target_provider!r} is not valid: use \"\" (keep the "
@@ -223,3 +236,53 @@ def output_location(ckpt: Checkpoint, output_path: str, noun: str) -> tuple[str,
                              f"(the {noun} never writes over anything)")
     return out.root, Requirement("output", True,
                                  f"output_path {out.root} is absent: the original stays untouched")
+
+
+def rewrite_start(ckpt: Checkpoint, target_provider: str, quiet_minutes: float) -> tuple:
+    """What the checks of a change the rewriter writes start from, in this order: the activity
+    guard's answer first (before anything a query could race), then the checkpoint's files as
+    listed now, and the provider before and after (``target_provider``, checked)."""
+    from .activity import check_activity
+    check_target_provider(target_provider)
+    activity = check_activity(ckpt, quiet_minutes)
+    inventory = ckpt.inventory()
+    before = ckpt.provider_kind
+    return activity, inventory, before, target_provider or before
+
+
+def rewriter_titles(noun: str) -> dict[str, str]:
+    """The titles of :func:`rewriter_requirements`, and of the output and stopped requirements,
+    for a change named ``noun``."""
+    return {"spark_version": f"Spark 4.2 or later, a release this {noun} is verified on",
+            "rewriter": "Spark's state rewriter in this session",
+            "committed": "the last batch is committed",
+            "format": f"a checkpoint format the {noun} is verified on",
+            "metadata": "operator metadata",
+            "operators": f"operators the {noun} supports",
+            "writes": "a provider Spark's rewriter writes with",
+            "output": "output_path empty or absent",
+            "stopped": "the query is stopped"}
+
+
+def rewriter_requirements(ckpt: Checkpoint, verified_families: tuple[str, ...], noun: str,
+                          verb: str, provider_before: str, provider_after: str,
+                          spark_version: str | None = None) -> list[Requirement]:
+    """What every change Spark's state rewriter writes requires, in the order shown: a Spark
+    release it is verified on, the rewriter in this session, the last batch committed, checkpoint
+    format v1, operator metadata, operators it is verified on, and RocksDB to write with."""
+    from .state_rewriter import MIN_SPARK, REWRITER_REFUSES, VERIFIED_SPARK, rewriter_presence
+    version = spark_version or ckpt.spark.version
+    presence = rewriter_presence(ckpt.spark) if version_tuple(version) >= MIN_SPARK else None
+    return [
+        spark_release(version, MIN_SPARK, VERIFIED_SPARK, "Spark's state rewriter"),
+        Requirement("rewriter", bool(presence and presence.ok),
+                    presence.seen if presence else "not looked for on this Spark"),
+        committed(ckpt, verb),
+        format_v1(ckpt, noun),
+        operator_metadata(ckpt),
+        operators_verified(
+            ckpt, verified_families, REWRITER_REFUSES, noun,
+            also=lambda model: f"join state format 3: its {noun} (one store of column families) "
+                               "is not verified on this Spark" if model.join_state_format == 3
+            else None),
+        writes_rocksdb(provider_before, provider_after, noun)]

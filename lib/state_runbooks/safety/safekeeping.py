@@ -71,6 +71,14 @@ class Outcome:
     journal: dict | None = field(default=None, repr=False)  # an undo's: what the change recorded
 
 
+@dataclass
+class RewriteOutcome(Outcome):
+    """The outcome of a change Spark's state rewriter writes."""
+    provider_before: str | None = None
+    provider_after: str | None = None
+    output_path: str | None = None  # the new location; None: in place
+
+
 def stopped_outcome(out: Outcome, journal: dict) -> bool:
     """Whether ``safekeep`` stopped at a live writer; then ``out`` says what happened (refused when
     everything moved went back, applied and not verified when something did not)."""

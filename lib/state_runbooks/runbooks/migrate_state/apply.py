@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import first_line
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.fs import open_fs, remove_tree
+from state_runbooks.core.fs import open_fs
 from state_runbooks.core.operators import operator_model
 from state_runbooks.core.state_diff import WITH_PARTITION, UnitDiff, diff_frames
 from state_runbooks.core.state_placement import key_width_cut
@@ -25,7 +25,13 @@ from state_runbooks.safety import new_batch
 from state_runbooks.safety.activity import QUIET_MINUTES
 from state_runbooks.safety.change import apply_change, last_committed, undo_change
 from state_runbooks.safety.requirements import pinned_kind, rocksdb_class
-from state_runbooks.safety.safekeeping import Change, Outcome, changed_files, live_writer_signs
+from state_runbooks.safety.safekeeping import (
+    Change,
+    Outcome,
+    RewriteOutcome,
+    changed_files,
+    live_writer_signs,
+)
 from state_runbooks.safety.state_rewriter import as_raw_rows, run_rewriter
 
 from . import location
@@ -38,10 +44,7 @@ MIGRATE = Change("migration", ".migrate-", "migrate_state", ("migrate", "undo"))
 
 
 @dataclass
-class Migrated(Outcome):
-    provider_before: str | None = None
-    provider_after: str | None = None
-    output_path: str | None = None  # the new location; None: in place
+class Migrated(RewriteOutcome):
     restart_check: str | None = None  # Spark's restart check on the result: "passes" or the error
     stores: list[UnitDiff] = field(default_factory=list)  # every store read back
 
@@ -79,18 +82,13 @@ class _Migrate:
         moving = checks.provider_after != checks.provider_before
         entry = new_batch.offsets_entry(ckpt, plan.batch_id, rocksdb_class() if moving else None)
         target = self.new if self.new is not None else location.staging_folder(ckpt)
-        staging = None
         try:
             written = location.prepare(ckpt, target, checks.inventory, self.schema.fresh_folder,
                                        plan.batch_id, plan.new_batch_id, entry)
-            read = ckpt.root
-            if checks.provider_before == "hdfs":  # Spark's raw reader refuses it: see rows
-                staging = new_batch.prepare_staging(ckpt, checks.inventory, plan.batch_id,
-                                                    new_batch.offsets_entry(ckpt, plan.batch_id,
-                                                                            rocksdb_class()))
-                read = staging
-            ran = run_rewriter(ckpt.spark, read, plan.batch_id, target.root, plan.new_batch_id,
-                               self._transform())
+            with new_batch.read_location(ckpt, checks.inventory, plan.batch_id,
+                                         checks.provider_before, rocksdb_class()) as read:
+                ran = run_rewriter(ckpt.spark, read, plan.batch_id, target.root,
+                                   plan.new_batch_id, self._transform())
             new_batch.commit_new_batch(ckpt, target, plan.batch_id, plan.new_batch_id)
             out.lines.append(f"Spark's rewriter wrote batch {plan.new_batch_id} from batch "
                              f"{plan.batch_id} into {target.root} ({written} metadata and log "
@@ -102,8 +100,6 @@ class _Migrate:
         except Exception as exc:  # noqa: BLE001 - Py4J wraps whatever Spark raised
             return first_line(exc)
         finally:
-            if staging is not None:
-                remove_tree(ckpt.spark, staging)
             if self.new is None:
                 target.remove_tree()
 

@@ -11,9 +11,8 @@ from typing import ClassVar
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.unsafe_row import unsupported_types
 from state_runbooks.safety import requirements as shared
-from state_runbooks.safety.activity import QUIET_MINUTES, check_activity
-from state_runbooks.safety.requirements import Requirement, RequirementList, version_tuple
-from state_runbooks.safety.state_rewriter import MIN_SPARK, VERIFIED_SPARK, rewriter_presence
+from state_runbooks.safety.activity import QUIET_MINUTES
+from state_runbooks.safety.requirements import Requirement, RewriteChecks
 
 from .schema_change import SchemaChange
 
@@ -22,30 +21,19 @@ from .schema_change import SchemaChange
 # tests/spark/test_migrate_state.py.
 VERIFIED_FAMILIES = ("aggregation", "dedup", "dedup_within_watermark", "session_window",
                      "group_state", "transform_with_state", "join")
-SPARK_REFUSES = {"limit": "a streaming limit keeps its count outside the stores Spark's rewriter "
-                          "reads (its state schema cannot be read, seen on 4.3)"}
 
 
 @dataclass(frozen=True)
-class Checks(RequirementList):
-    provider_before: str  # hdfs or rocksdb: the kind pinned in the newest offsets entry
-    provider_after: str
-    output_path: str  # the new location, fully qualified; empty: in place
-
+class Checks(RewriteChecks):
+    """A migration's requirements: those of every change the rewriter writes, then Spark's
+    planning, a change it refuses, a source for every new field and types the encoding lays
+    out (the titles they are shown under)."""
     TITLES: ClassVar[dict[str, str]] = {
-        "spark_version": "Spark 4.2 or later, a release this migration is verified on",
-        "rewriter": "Spark's state rewriter in this session",
+        **shared.rewriter_titles("migration"),
         "planning": "Spark's planning of the changed query in this session",
-        "committed": "the last batch is committed",
-        "format": "a checkpoint format the migration is verified on",
-        "metadata": "operator metadata",
-        "operators": "operators the migration supports",
-        "writes": "a provider Spark's rewriter writes with",
         "something": "a change Spark refuses",
         "mapping": "a source for every new field",
         "encodable": "state types the migration lays out",
-        "output": "output_path empty or absent",
-        "stopped": "the query is stopped",
     }
 
     @property
@@ -55,40 +43,21 @@ class Checks(RequirementList):
         return not all(self.get(n).ok for n in ("spark_version", "rewriter", "planning",
                                                 "operators"))
 
-    @property
-    def in_place(self) -> bool:
-        return not self.output_path
-
 
 def check_requirements(ckpt: Checkpoint, change: SchemaChange, target_provider: str = "",
                        output_path: str = "", force: bool = False,
                        quiet_minutes: float = QUIET_MINUTES) -> Checks:
     """Every requirement of a migration, checked."""
-    shared.check_target_provider(target_provider)
-    activity = check_activity(ckpt, quiet_minutes)  # first: before anything a query could race
-    inventory = ckpt.inventory()
-    before = ckpt.provider_kind
-    after = target_provider or before
-    version = ckpt.spark.version
-    reqs = [shared.spark_release(version, MIN_SPARK, VERIFIED_SPARK, "Spark's state rewriter")]
-    presence = rewriter_presence(ckpt.spark) if version_tuple(version) >= MIN_SPARK else None
-    reqs.append(Requirement("rewriter", bool(presence and presence.ok),
-                            presence.seen if presence else "not looked for on this Spark"))
+    activity, inventory, before, after = shared.rewrite_start(ckpt, target_provider,
+                                                              quiet_minutes)
+    reqs = shared.rewriter_requirements(ckpt, VERIFIED_FAMILIES, "migration", "migrate", before,
+                                        after)
     probe = change.spark_check
-    reqs.append(Requirement("planning", bool(probe and probe.available),
-                            "Spark plans the changed query and runs its restart check here"
-                            if probe and probe.available else
-                            (probe.reason if probe else "not asked") +
-                            ": the migration needs the schemas Spark's planning writes"))
-    reqs.append(shared.committed(ckpt, "migrate"))
-    reqs.append(shared.format_v1(ckpt, "migration"))
-    reqs.append(shared.operator_metadata(ckpt))
-    reqs.append(shared.operators_verified(
-        ckpt, VERIFIED_FAMILIES, SPARK_REFUSES, "migration",
-        also=lambda model: "join state format 3: its migration (one store of column families) "
-                           "is not verified on this Spark" if model.join_state_format == 3
-        else None))
-    reqs.append(shared.writes_rocksdb(before, after, "migration"))
+    reqs.insert(2, Requirement("planning", bool(probe and probe.available),
+                               "Spark plans the changed query and runs its restart check here"
+                               if probe and probe.available else
+                               (probe.reason if probe else "not asked") +
+                               ": the migration needs the schemas Spark's planning writes"))
     reqs.append(_something(change))
     problems = change.all_problems()
     reqs.append(Requirement("mapping", not problems, problems[0] + (

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from state_runbooks.common.errors import first_line
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.fs import open_fs, remove_tree
+from state_runbooks.core.fs import open_fs
 from state_runbooks.safety import new_batch as location
 from state_runbooks.safety.activity import QUIET_MINUTES
 from state_runbooks.safety.change import apply_change, last_committed, undo_change
 from state_runbooks.safety.requirements import rocksdb_class
-from state_runbooks.safety.safekeeping import Change, Outcome, changed_files
+from state_runbooks.safety.safekeeping import Change, Outcome, RewriteOutcome, changed_files
 from state_runbooks.safety.state_rewriter import run_rewriter
 
 from .checks import Checks, check_requirements
@@ -29,10 +29,7 @@ REWRITE = Change("rewrite", ".rewrite-", "rewrite_state", ("rewrite", "undo"))
 
 
 @dataclass
-class Rewritten(Outcome):
-    provider_before: str | None = None
-    provider_after: str | None = None
-    output_path: str | None = None  # the new location; None: in place
+class Rewritten(RewriteOutcome):
     rows_ok: bool | None = None  # every store as planned, row by row
 
 
@@ -63,7 +60,6 @@ class _Rewrite:
         moving = checks.provider_after != checks.provider_before
         entry = location.offsets_entry(ckpt, plan.batch_id, rocksdb_class() if moving else None)
         target = self.new if self.new is not None else ckpt.fs.raw()
-        staging = None
         try:
             if self.new is not None:
                 copied = location.prepare_new_location(ckpt, self.new, self.checks.inventory,
@@ -73,14 +69,11 @@ class _Rewrite:
                                  f"{checks.provider_after}")
             else:
                 target.write_bytes(f"offsets/{plan.new_batch_id}", entry)
-            read = ckpt.root
-            if checks.provider_before == "hdfs":
-                staging = location.prepare_staging(ckpt, self.checks.inventory, plan.batch_id,
-                                                   location.offsets_entry(ckpt, plan.batch_id,
-                                                                          rocksdb_class()))
-                read = staging
-            ran = run_rewriter(ckpt.spark, read, plan.batch_id, target.root, plan.new_batch_id,
-                               make_transform(ckpt, plan, checks.provider_before))
+            with location.read_location(ckpt, checks.inventory, plan.batch_id,
+                                        checks.provider_before, rocksdb_class()) as read:
+                ran = run_rewriter(ckpt.spark, read, plan.batch_id, target.root,
+                                   plan.new_batch_id,
+                                   make_transform(ckpt, plan, checks.provider_before))
             location.commit_new_batch(ckpt, target, plan.batch_id, plan.new_batch_id)
             called = f" (the transform ran for {len(ran.stores)} stores)" if ran.stores else ""
             out.lines.append(f"Spark's rewriter wrote batch {plan.new_batch_id} from batch "
@@ -88,9 +81,6 @@ class _Rewrite:
             return None
         except Exception as exc:  # noqa: BLE001 - Py4J wraps whatever Spark raised
             return first_line(exc)
-        finally:
-            if staging is not None:
-                remove_tree(ckpt.spark, staging)
 
     def verify(self, out: Rewritten, inventory: dict) -> tuple[bool, list[str]]:
         ckpt, checks, plan = self.ckpt, self.checks, self.plan

@@ -84,7 +84,7 @@ def test_confs_snippets_and_apply(spark):
 
     texts = er.snippets(rocksdb_plan)
     assert er.parse_conf_lines(texts["spark-defaults.conf"]) == rocksdb_plan.confs
-    cluster = "a cluster's Spark config, key value lines (for Databricks: runtime=databricks)"
+    cluster = "a cluster's Spark config, key value lines (open-source Spark)"
     assert er.parse_conf_lines(texts[cluster]) == rocksdb_plan.confs
     # The open-source class is never offered as a Databricks cluster's setting.
     assert not any("Databricks" in name and OSS_ROCKSDB_PROVIDER in text

@@ -24,6 +24,9 @@ KEY = T.StructType([T.StructField("window", WINDOW), T.StructField("user_id", T.
     ("key.a = 1 OR key.b = 2", {}),  # an OR fixes nothing
     ("key.a > 1 AND key.b = 2", {"key.b": "2"}),  # a range fixes nothing
     ("key.a = key.b", {}),  # a column against a column
+    ("key.user IN ('u3') AND key.k = 2", {"key.user": "'u3'", "key.k": "2"}),
+    ("key.user in ( 'u3' )", {"key.user": "'u3'"}),
+    ("key.user IN ('u3', 'u4')", {}),  # two values fix nothing
 ])
 def test_the_columns_a_condition_fixes(key_where, fixed):
     assert fixed_columns(key_where) == fixed

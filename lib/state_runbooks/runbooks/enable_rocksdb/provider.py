@@ -191,7 +191,7 @@ def snippets(rocksdb_plan: RocksDBPlan) -> dict[str, str]:
                         + ["    .getOrCreate()", ")"])
     lines = "\n".join(f"{k} {v}" for k, v in confs.items())
     cluster = ("Databricks cluster Spark config" if rocksdb_plan.runtime == "databricks" else
-               "a cluster's Spark config, key value lines (for Databricks: runtime=databricks)")
+               "a cluster's Spark config, key value lines (open-source Spark)")
     return {"spark-defaults.conf": defaults, "SparkSession builder": builder, cluster: lines}
 
 

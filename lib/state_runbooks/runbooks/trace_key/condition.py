@@ -3,6 +3,7 @@ text alone (no Spark), conservatively: anything else (``OR``, a range, a functio
 fixes nothing, and the trace then reads every partition.
 
     key.user = 'u3'
+    key.user IN ('u3')
     key.window.start = TIMESTAMP '2026-01-01 00:00:10' AND key.k = 2
 """
 from __future__ import annotations
@@ -14,6 +15,7 @@ from state_runbooks.common.errors import RunbookError
 
 _PATH = r"key(?:\.(?:[A-Za-z_]\w*|`[^`]+`))+"
 _EQUALITY = re.compile(rf"^\s*(?:({_PATH})\s*=\s*(.+?)|(.+?)\s*=\s*({_PATH}))\s*$", re.S)
+_IN_ONE = re.compile(rf"^\s*({_PATH})\s+in\s*\(\s*([^,()]+?)\s*\)\s*$", re.I | re.S)
 _AND = re.compile(r"\s+and\s+", re.I)
 
 
@@ -59,6 +61,10 @@ def fixed_columns(key_where: str) -> dict[str, str]:
     parts = _conjuncts(check_key_where(key_where))
     fixed = {}
     for part in parts or []:
+        one = _IN_ONE.match(part)  # IN with one value: an equality papermill's parser can show
+        if one and "key." not in one.group(2):
+            fixed[_path(one.group(1))] = one.group(2).strip()
+            continue
         m = _EQUALITY.match(part.strip().strip("()") if part.count("(") == part.count(")")
                             else part)
         if not m:

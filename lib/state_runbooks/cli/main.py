@@ -1,7 +1,7 @@
 """The command line, installed as ``state-runbooks`` (also ``python -m state_runbooks``)::
 
     state-runbooks list                          # the runbooks, each with its purpose
-    state-runbooks demo [--out out/]             # every runbook on its demo: .ipynb, .html, .json
+    state-runbooks demo [--out out/] [-j 2]      # every runbook on its demo: .ipynb, .html, .json
     state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
     state-runbooks run 03_inspect_state -f inspect_state -p checkpoint_path s3a://...  # a schedule
     state-runbooks run 03_inspect_state --demo   # on the demo (a run names its checkpoint otherwise)
@@ -13,17 +13,20 @@
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import signal
 import sys
 import threading
+from functools import partial
 
 from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
 
 from .golden import refresh_golden
-from .headless import report, run_in_child
+from .headless import ChildRun, report
+from .in_order import run_in_order
 from .kernel_config import install_kernel_config
 from .runbook_files import (
     export_runbooks,
@@ -73,6 +76,20 @@ def _parse_parameters(pairs: list[list[str]]) -> dict:
     return dict(pairs)
 
 
+def default_jobs() -> int:
+    """Two runbooks at a time where there are two cores or more: each keeps about one busy (its
+    kernel, its JVM's driver), and two at a time finish the demo sooner; more would mostly wait
+    for the same cores and hold another JVM's memory."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(2, cores or 1)
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: pass 1 or more")
+    return int(text)
+
+
 def list_runbooks() -> str:
     """A line per runbook (its name and purpose, from the notebook), then the schedule files."""
     notebooks = runbook_notebooks()
@@ -103,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="name the runbooks, each with its purpose")
     demo = sub.add_parser("demo", help="run every runbook on its demo checkpoint")
     demo.add_argument("--out", default="out", help="output folder (default: out)")
+    demo.add_argument("-j", "--jobs", type=_positive, default=default_jobs(),
+                      help=f"runbooks run at a time (default: {default_jobs()}, from the cores)")
     run = sub.add_parser("run", help="run one runbook")
     run.add_argument("notebook", help="notebook name or path, e.g. 03_inspect_state")
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
@@ -155,17 +174,17 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: {exc}") from None
     if args.command == "run":
         # The parameters file is read, and every parameter checked, where a refusal still
-        # writes the run's summary (run_in_child).
+        # writes the run's summary (ChildRun).
         targets = [(resolve_notebook(args.notebook), _parse_parameters(args.parameter))]
         demo_wanted, parameters_file = args.demo, resolve_schedule(args.parameters_file or "")
+        jobs = 1
     else:
         targets = [(nb, {}) for nb in runbook_notebooks()]
-        demo_wanted, parameters_file = True, ""
+        demo_wanted, parameters_file, jobs = True, "", args.jobs
 
-    interactive = sys.stdout.isatty()
-    outcomes = [run_in_child(notebook, out_dir, parameters, demo_wanted, interactive,
-                             parameters_file)
-                for notebook, parameters in targets]
+    starts = [partial(ChildRun, notebook, out_dir, parameters, demo_wanted, parameters_file)
+              for notebook, parameters in targets]
+    outcomes = run_in_order(starts, jobs, interactive=sys.stdout.isatty())
     print(report(outcomes, out_dir))
     return 1 if any(o.failure for o in outcomes) else 0
 

@@ -148,10 +148,11 @@ class ChildRun:
     """One runbook running in a child process, its output in ``<out>/logs/<notebook>.log``: started
     when made, its outcome collected by :meth:`finish` once it has ended. ``parameters`` override
     those of ``parameters_file``. ``demo=False``: a run without a checkpoint refuses instead of
-    building the demo. Refused parameters end the run at once: no process starts."""
+    building the demo. ``environment``: added to the child's. Refused parameters end the run at
+    once: no process starts."""
 
     def __init__(self, notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict,
-                 demo: bool, parameters_file: str = ""):
+                 demo: bool, parameters_file: str = "", environment: dict | None = None):
         self.notebook, self.out_dir = notebook, out_dir
         self.started = time.time()
         self.proc: subprocess.Popen | None = None
@@ -181,6 +182,7 @@ class ChildRun:
         self.result = logs / f".{notebook.stem}.result.json"
         self.result.unlink(missing_ok=True)
         env = {k: v for k, v in os.environ.items() if k != DEMO_ENV}
+        env.update(environment or {})
         if not demo:
             env[DEMO_ENV] = "refuse"
         command = [sys.executable, "-m", "state_runbooks.cli.headless", str(notebook),

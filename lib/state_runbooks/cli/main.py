@@ -23,6 +23,7 @@ from functools import partial
 from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
+from state_runbooks.session.class_archive import demo_environment
 
 from .golden import refresh_golden
 from .headless import ChildRun, report
@@ -177,12 +178,14 @@ def main(argv: list[str] | None = None) -> int:
         # writes the run's summary (ChildRun).
         targets = [(resolve_notebook(args.notebook), _parse_parameters(args.parameter))]
         demo_wanted, parameters_file = args.demo, resolve_schedule(args.parameters_file or "")
-        jobs = 1
+        jobs, environment = 1, {}
     else:
         targets = [(nb, {}) for nb in runbook_notebooks()]
         demo_wanted, parameters_file, jobs = True, "", args.jobs
+        environment = demo_environment()  # Spark's classes from the archive make records
 
-    starts = [partial(ChildRun, notebook, out_dir, parameters, demo_wanted, parameters_file)
+    starts = [partial(ChildRun, notebook, out_dir, parameters, demo_wanted, parameters_file,
+                      environment)
               for notebook, parameters in targets]
     outcomes = run_in_order(starts, jobs, interactive=sys.stdout.isatty())
     print(report(outcomes, out_dir))

@@ -10,7 +10,7 @@ COMPILED := $(VENV)/.compiled
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup test-setup class-archive java-check demo book wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
+.PHONY: setup setup-jvm class-archive java-check demo book wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
 
 setup: java-check $(STAMP) $(COMPILED)
 
@@ -41,22 +41,25 @@ $(COMPILED): $(STAMP)
 	$(BIN)/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib > /dev/null
 	@touch $(COMPILED)
 
-# The tests' class archive for Spark's JVMs (tests/jvm_class_archive.py), recorded once per
-# environment as soon as Spark is installed: its recording leaves a core idle, so the rest of the
-# installation and the bytecode compilation run beside it.
+# The class archive for Spark's JVMs (lib/state_runbooks/session/class_archive.py), recorded once
+# per environment as soon as Spark is installed (from the library's source: the package installs
+# meanwhile): its recording leaves a core idle, so the rest of the installation and the bytecode
+# compilation run beside it. make demo and make test map Spark's classes from it.
 class-archive: $(SPARK_STAMP)
-	@$(BIN)/python tests/jvm_class_archive.py
+	@PYTHONPATH=lib $(BIN)/python tests/jvm_class_archive.py
 
-test-setup: java-check $(SPARK_STAMP)
+# setup, and the class archive beside it
+setup-jvm: java-check $(SPARK_STAMP)
 	@$(MAKE) --no-print-directory -j2 $(COMPILED) class-archive
 
 # A line per runbook, then a table of outputs; Spark's and the kernels' output in $(OUT)/logs/.
-demo: setup
+# Two runbooks at a time on two cores or more (state-runbooks demo -j).
+demo: setup-jvm
 	@$(BIN)/state-runbooks demo --out $(OUT)
 
 # The course book: every demo run again and rendered as a page, with an index in the order of the
 # learning path (runbooks/course.yaml): $(OUT)/book/index.html.
-book: setup
+book: setup-jvm
 	@$(BIN)/state-runbooks book --out $(OUT)/book
 
 # A wheel in dist/ that carries the notebooks, playbooks and schedules (README: install from a wheel).
@@ -64,12 +67,12 @@ wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
 # Every behaviour once, every tier: about 18 minutes on 2 cores, under 20 with a fresh .venv/ (the aim).
-test: test-setup
+test: setup-jvm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The rest of each matrix: the same checks on more shapes, providers, faults and damages, and every
 # runbook's demo over Spark Connect (tests/tiers.py). CI runs it after make test.
-test-extended: test-setup
+test-extended: setup-jvm
 	$(BIN)/python -m pytest -m extended $(PYTEST_ARGS)
 
 # The tiers, each on its own: the library without Spark (seconds), the library on real Spark (local,
@@ -77,10 +80,10 @@ test-extended: test-setup
 test-unit: setup
 	$(BIN)/python -m pytest tests/unit -n 0 $(PYTEST_ARGS)
 
-test-spark: test-setup
+test-spark: setup-jvm
 	$(BIN)/python -m pytest tests/spark $(PYTEST_ARGS)
 
-test-notebooks: test-setup
+test-notebooks: setup-jvm
 	$(BIN)/python -m pytest tests/notebooks notebooks $(PYTEST_ARGS)
 
 bench: setup

@@ -173,7 +173,7 @@ def test_a_course_that_misses_a_notebook_stops_the_book_before_any_demo(tmp_path
     runbooks.mkdir()
     (runbooks / "course.yaml").write_text(yaml.safe_dump({"path": [], "for_authors": []}))
     monkeypatch.setattr(book, "playbooks_folder", lambda: runbooks)
-    monkeypatch.setattr(book, "run_in_child", lambda *a, **k: pytest.fail("a demo ran"))
+    monkeypatch.setattr(book, "ChildRun", lambda *a, **k: pytest.fail("a demo ran"))
     with pytest.raises(SystemExit, match=r"error: .*course.yaml does not list 00_template, "
                                           r"01_enable_rocksdb"):
         cli.main(["book", "--out", str(tmp_path / "book")])

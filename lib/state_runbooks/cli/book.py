@@ -10,9 +10,13 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+from functools import partial
+
+from state_runbooks.session.class_archive import demo_environment
 
 from .course import Course, Lesson, check_covers, is_notebook_name, read_course
-from .headless import RunOutcome, report, run_in_child
+from .headless import ChildRun, RunOutcome, report
+from .in_order import run_in_order
 from .runbook_files import notebooks_folder, playbooks_folder, purpose, resolve_notebook
 
 INDEX = "index.html"
@@ -160,29 +164,30 @@ def render_book(course: Course, out_dir: pathlib.Path, notebooks_dir: pathlib.Pa
     return render_index(course, out_dir, pages, statuses, titles, versions, exporter)
 
 
-def build_book(out_dir: pathlib.Path, names: list[str] | None = None,
-               interactive: bool = False) -> tuple[list[RunOutcome], pathlib.Path]:
-    """Run the demos of the course's notebooks (``names``: only those), in its order, into
-    ``out_dir``, then render the book. The course must list exactly the notebooks there are."""
+def build_book(out_dir: pathlib.Path, names: list[str] | None = None, interactive: bool = False,
+               jobs: int = 1) -> tuple[list[RunOutcome], pathlib.Path]:
+    """Run the demos of the course's notebooks (``names``: only those; ``jobs`` at a time), in its
+    order, into ``out_dir``, then render the book. The course must list exactly the notebooks
+    there are."""
     notebooks_dir = notebooks_folder()
     course_path = playbooks_folder() / "course.yaml"
     course = read_course(course_path)
     check_covers(course, notebooks_dir, course_path)
     wanted = {resolve_notebook(name, notebooks_dir).stem for name in names or []}
     chosen = [x.notebook for x in course.lessons if not wanted or x.notebook in wanted]
-    outcomes = []
     for stem in chosen:
         for suffix in OUTPUTS:  # a page shows this run, never an earlier one's leftovers
             (out_dir / f"{stem}{suffix}").unlink(missing_ok=True)
-        outcomes.append(run_in_child(notebooks_dir / f"{stem}.ipynb", out_dir, {}, demo=True,
-                                     interactive=interactive))
+    environment = demo_environment()  # Spark's classes from the archive make records
+    outcomes = run_in_order([partial(ChildRun, notebooks_dir / f"{stem}.ipynb", out_dir, {}, True,
+                                     "", environment) for stem in chosen], jobs, interactive)
     failures = {o.notebook.stem: o.failure for o in outcomes}
     return outcomes, render_book(course, out_dir, notebooks_dir, chosen, failures)
 
 
-def book_command(names: list[str], out_dir: pathlib.Path, interactive: bool) -> int:
+def book_command(names: list[str], out_dir: pathlib.Path, interactive: bool, jobs: int = 1) -> int:
     """``state-runbooks book``: a line per demo, the table of outputs, then where the book is."""
-    outcomes, index = build_book(out_dir, names, interactive)
+    outcomes, index = build_book(out_dir, names, interactive, jobs)
     print(report(outcomes, out_dir))
     print(f"course book: {index} ({len(outcomes)} page{'' if len(outcomes) == 1 else 's'})")
     return 1 if any(o.failure for o in outcomes) else 0

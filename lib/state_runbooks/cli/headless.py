@@ -144,80 +144,95 @@ def _cell_progress(executed: pathlib.Path, started: float) -> str:
     return f"cell {min(done + 1, len(cells))}/{len(cells)}"
 
 
-def _wait(proc: subprocess.Popen, name: str, executed: pathlib.Path, started: float,
-          interactive: bool) -> None:
-    if not interactive:
-        proc.wait()
-        return
-    progress = ""
-    while proc.poll() is None:
-        progress = _cell_progress(executed, started) or progress  # "" while papermill writes it
-        sys.stdout.write(f"\r{name:<28} running {time.time() - started:>5.0f} s  {progress:<12}")
-        sys.stdout.flush()
-        time.sleep(0.5)
-    sys.stdout.write("\r" + " " * 70 + "\r")
+class ChildRun:
+    """One runbook running in a child process, its output in ``<out>/logs/<notebook>.log``: started
+    when made, its outcome collected by :meth:`finish` once it has ended. ``parameters`` override
+    those of ``parameters_file``. ``demo=False``: a run without a checkpoint refuses instead of
+    building the demo. ``environment``: added to the child's. Refused parameters end the run at
+    once: no process starts."""
 
-
-def run_in_child(notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict,
-                 demo: bool, interactive: bool = False, parameters_file: str = "") -> RunOutcome:
-    """Run one runbook in a child process, its output in ``<out>/logs/<notebook>.log``; print its
-    line. ``parameters`` override those of ``parameters_file``. ``demo=False``: a run without a
-    checkpoint refuses instead of building the demo."""
-    started = time.time()
-    summary_path = summary_target(out_dir, notebook.stem, parameters)
-    try:
-        parameters = check_run_parameters(
-            notebook, {**read_parameters_file(parameters_file), **parameters})
-        # The notebook runs in another folder: a relative path means the one run from.
-        parameters = resolve_relative_paths(parameters, os.getcwd())
-        check_written_paths(parameters)
-        summary_path = summary_target(out_dir, notebook.stem, parameters)
-        for name, value in parameters.items():
-            check_not_placeholder(name, value)
-    except RunbookError as exc:  # refused before any process starts
-        _write_error_summary(notebook, parameters, summary_path, "RunbookError", str(exc),
-                             "parameters")
-        outcome = RunOutcome(notebook, "error", time.time() - started, _outputs(notebook, out_dir),
-                             None, f"RunbookError: {exc} (step: parameters)")
-        print(outcome.line, flush=True)
-        return outcome
-
-    logs = out_dir / LOG_FOLDER
-    logs.mkdir(parents=True, exist_ok=True)
-    log = logs / f"{notebook.stem}.log"
-    result = logs / f".{notebook.stem}.result.json"
-    result.unlink(missing_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != DEMO_ENV}
-    if not demo:
-        env[DEMO_ENV] = "refuse"
-    command = [sys.executable, "-m", "state_runbooks.cli.headless", str(notebook), str(out_dir),
-               json.dumps(parameters), str(result)]
-    with open(log, "w", encoding="utf-8") as log_file:
-        proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, env=env)
+    def __init__(self, notebook: pathlib.Path, out_dir: pathlib.Path, parameters: dict,
+                 demo: bool, parameters_file: str = "", environment: dict | None = None):
+        self.notebook, self.out_dir = notebook, out_dir
+        self.started = time.time()
+        self.proc: subprocess.Popen | None = None
+        self.refused: RunOutcome | None = None
+        self._progress = ""
+        self.summary_path = summary_target(out_dir, notebook.stem, parameters)
         try:
-            _wait(proc, notebook.stem, out_dir / f"{notebook.stem}.ipynb", started, interactive)
-        except KeyboardInterrupt:
-            proc.terminate()
-            proc.wait()
-            raise
-    # A kernel stopped before its own clean-up ran (killed after the shutdown grace) leaves its
-    # demo folder: it has ended now, so its folder goes.
-    remove_orphaned_demo_folders()
-    try:
-        failure = json.loads(result.read_text(encoding="utf-8"))["failure"]
-        result.unlink()
-    except (OSError, ValueError, KeyError):
-        failure = f"the run stopped with exit code {proc.returncode}"
-    summary = _read_summary(summary_path, started)
-    status = summary["status"] if summary else ("failed" if failure else "ok")
-    if summary and summary.get("error"):
-        error = summary["error"]
-        failure = f"{error['type']}: {error['message']} (step: {error['step']})"
-    outcome = RunOutcome(notebook, status, time.time() - started, _outputs(notebook, out_dir),
-                         log, failure)
-    print(outcome.line, flush=True)
-    return outcome
+            parameters = check_run_parameters(
+                notebook, {**read_parameters_file(parameters_file), **parameters})
+            # The notebook runs in another folder: a relative path means the one run from.
+            parameters = resolve_relative_paths(parameters, os.getcwd())
+            check_written_paths(parameters)
+            self.summary_path = summary_target(out_dir, notebook.stem, parameters)
+            for name, value in parameters.items():
+                check_not_placeholder(name, value)
+        except RunbookError as exc:  # refused before any process starts
+            _write_error_summary(notebook, parameters, self.summary_path, "RunbookError",
+                                 str(exc), "parameters")
+            self.refused = RunOutcome(notebook, "error", time.time() - self.started,
+                                      _outputs(notebook, out_dir), None,
+                                      f"RunbookError: {exc} (step: parameters)")
+            return
+
+        logs = out_dir / LOG_FOLDER
+        logs.mkdir(parents=True, exist_ok=True)
+        self.log = logs / f"{notebook.stem}.log"
+        self.result = logs / f".{notebook.stem}.result.json"
+        self.result.unlink(missing_ok=True)
+        env = {k: v for k, v in os.environ.items() if k != DEMO_ENV}
+        env.update(environment or {})
+        if not demo:
+            env[DEMO_ENV] = "refuse"
+        command = [sys.executable, "-m", "state_runbooks.cli.headless", str(notebook),
+                   str(out_dir), json.dumps(parameters), str(self.result)]
+        with open(self.log, "w", encoding="utf-8") as log_file:
+            self.proc = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=env)
+
+    def ended(self, timeout: float = 0) -> bool:
+        """Whether the run has ended, waiting up to ``timeout`` seconds for it."""
+        if self.proc is None:
+            return True
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def live_line(self) -> str:
+        """``03_inspect_state  running  12 s  cell 5/23``: the terminal's line while it runs."""
+        executed = self.out_dir / f"{self.notebook.stem}.ipynb"
+        self._progress = _cell_progress(executed, self.started) or self._progress  # "" mid-write
+        return (f"{self.notebook.stem:<28} running {time.time() - self.started:>5.0f} s  "
+                f"{self._progress:<12}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+
+    def finish(self) -> RunOutcome:
+        """The outcome of the ended run: the status its summary gives, and why it failed."""
+        if self.refused is not None:
+            return self.refused
+        self.proc.wait()
+        # A kernel stopped before its own clean-up ran (killed after the shutdown grace) leaves
+        # its demo folder: it has ended now, so its folder goes.
+        remove_orphaned_demo_folders()
+        try:
+            failure = json.loads(self.result.read_text(encoding="utf-8"))["failure"]
+            self.result.unlink()
+        except (OSError, ValueError, KeyError):
+            failure = f"the run stopped with exit code {self.proc.returncode}"
+        summary = _read_summary(self.summary_path, self.started)
+        status = summary["status"] if summary else ("failed" if failure else "ok")
+        if summary and summary.get("error"):
+            error = summary["error"]
+            failure = f"{error['type']}: {error['message']} (step: {error['step']})"
+        return RunOutcome(self.notebook, status, time.time() - self.started,
+                          _outputs(self.notebook, self.out_dir), self.log, failure)
 
 
 def _outputs(notebook: pathlib.Path, out_dir: pathlib.Path) -> list[pathlib.Path]:

@@ -1,7 +1,7 @@
 """The command line, installed as ``state-runbooks`` (also ``python -m state_runbooks``)::
 
     state-runbooks list                          # the runbooks, each with its purpose
-    state-runbooks demo [--out out/]             # every runbook on its demo: .ipynb, .html, .json
+    state-runbooks demo [--out out/] [-j 2]      # every runbook on its demo: .ipynb, .html, .json
     state-runbooks run 03_inspect_state -p checkpoint_path s3a://... --out out/
     state-runbooks run 03_inspect_state -f inspect_state -p checkpoint_path s3a://...  # a schedule
     state-runbooks run 03_inspect_state --demo   # on the demo (a run names its checkpoint otherwise)
@@ -18,14 +18,17 @@ import pathlib
 import signal
 import sys
 import threading
+from functools import partial
 
 from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
+from state_runbooks.session.class_archive import demo_environment
 
 from .book import book_command
 from .golden import refresh_golden
-from .headless import report, run_in_child
+from .headless import ChildRun, report
+from .in_order import default_jobs, run_in_order
 from .kernel_config import install_kernel_config
 from .runbook_files import (
     export_runbooks,
@@ -75,6 +78,12 @@ def _parse_parameters(pairs: list[list[str]]) -> dict:
     return dict(pairs)
 
 
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a count: pass 1 or more")
+    return int(text)
+
+
 def list_runbooks() -> str:
     """A line per runbook (its name and purpose, from the notebook), then the schedule files."""
     notebooks = runbook_notebooks()
@@ -105,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="name the runbooks, each with its purpose")
     demo = sub.add_parser("demo", help="run every runbook on its demo checkpoint")
     demo.add_argument("--out", default="out", help="output folder (default: out)")
+    demo.add_argument("-j", "--jobs", type=_positive, default=default_jobs(),
+                      help=f"runbooks run at a time (default: {default_jobs()}, from the cores)")
     run = sub.add_parser("run", help="run one runbook")
     run.add_argument("notebook", help="notebook name or path, e.g. 03_inspect_state")
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
@@ -125,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                           "notebook and an index in learning-path order (runbooks/course.yaml)")
     book.add_argument("notebooks", nargs="*", help="notebook names; default: all of the course")
     book.add_argument("--out", default="out/book", help="output folder (default: out/book)")
+    book.add_argument("-j", "--jobs", type=_positive, default=default_jobs(),
+                      help=f"demos run at a time (default: {default_jobs()}, from the cores)")
     server = sub.add_parser("connect-server", help="run a local Spark Connect server (Ctrl-C stops)")
     server.add_argument("--port", type=int, default=15002, help="port on 127.0.0.1 (default 15002)")
     server.add_argument("--log", default="out/connect-server.log", help="the server's log file")
@@ -162,21 +175,24 @@ def main(argv: list[str] | None = None) -> int:
     interactive = sys.stdout.isatty()
     if args.command == "book":
         try:
-            return book_command(args.notebooks, out_dir, interactive)
+            return book_command(args.notebooks, out_dir, interactive, args.jobs)
         except RunbookError as exc:
             raise SystemExit(f"error: {exc}") from None
     if args.command == "run":
         # The parameters file is read, and every parameter checked, where a refusal still
-        # writes the run's summary (run_in_child).
+        # writes the run's summary (ChildRun).
         targets = [(resolve_notebook(args.notebook), _parse_parameters(args.parameter))]
         demo_wanted, parameters_file = args.demo, resolve_schedule(args.parameters_file or "")
+        jobs, environment = 1, {}
     else:
         targets = [(nb, {}) for nb in runbook_notebooks()]
-        demo_wanted, parameters_file = True, ""
+        demo_wanted, parameters_file, jobs = True, "", args.jobs
+        environment = demo_environment()  # Spark's classes from the archive make records
 
-    outcomes = [run_in_child(notebook, out_dir, parameters, demo_wanted, interactive,
-                             parameters_file)
-                for notebook, parameters in targets]
+    starts = [partial(ChildRun, notebook, out_dir, parameters, demo_wanted, parameters_file,
+                      environment)
+              for notebook, parameters in targets]
+    outcomes = run_in_order(starts, jobs, interactive)
     print(report(outcomes, out_dir))
     return 1 if any(o.failure for o in outcomes) else 0
 

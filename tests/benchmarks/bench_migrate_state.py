@@ -21,7 +21,6 @@ import os
 import shutil
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 
 PARTITIONS = 200  # the production shape: Spark's default spark.sql.shuffle.partitions
@@ -136,19 +135,9 @@ def bench(ctx) -> list[dict]:
     print("    where the apply's time went (last run): "
           + ", ".join(f"{k} {v:.1f} s" for k, v in steps[-1].items()), flush=True)
 
-    jvm_runtime = ctx.spark._jvm.java.lang.Runtime.getRuntime()
     for keys in KEYS:
         copy = _copy(ctx, paths[keys])
-        tracemalloc.start()
-        _migrate(ctx.spark, copy, _job(ctx.spark, "widened", keys))
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        ctx.spark._jvm.java.lang.System.gc()
-        used = jvm_runtime.totalMemory() - jvm_runtime.freeMemory()
-        results.append(ctx.report(f"[{PARTITIONS} partitions, {keys:,} keys] the driver's Python "
-                                  "heap at its peak while migrating", peak / 1e6, "MB",
-                                  "flat in the number of keys"))
-        results.append(ctx.report(f"[{PARTITIONS} partitions, {keys:,} keys] the driver JVM's "
-                                  "heap in use after it (after a GC)", used / 1e6, "MB",
-                                  "flat in the number of keys"))
+        results += ctx.driver_heaps(
+            f"[{PARTITIONS} partitions, {keys:,} keys]",
+            lambda: _migrate(ctx.spark, copy, _job(ctx.spark, "widened", keys)), "migrating")
     return results

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import shutil
 import time
-import tracemalloc
 from pathlib import Path
 
 PARTITIONS = 200  # the production shape: Spark's default spark.sql.shuffle.partitions
@@ -123,21 +122,14 @@ def bench(ctx) -> list[dict]:
         "steps vs a bare rewriter call there (logs copied by hand)", move, bare_move,
         target=None, repeats=min(ctx.repeats, 3)))
 
-    jvm_runtime = ctx.spark._jvm.java.lang.Runtime.getRuntime()
     for keys in KEYS:
         copy = Copies(ctx, paths[keys]).fresh()
-        tracemalloc.start()
-        out = rs.rewrite(Checkpoint(ctx.spark, copy), "", DROP, dry_run=False, force=True,
-                         backup_dir=copy + ".backup")
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        ctx.spark._jvm.java.lang.System.gc()
-        used = jvm_runtime.totalMemory() - jvm_runtime.freeMemory()
-        assert out.verified
-        results.append(ctx.report(f"[{PARTITIONS} partitions, {keys:,} keys] the driver's Python "
-                                  "heap at its peak while applying a drop", peak / 1e6, "MB",
-                                  "flat in the number of keys"))
-        results.append(ctx.report(f"[{PARTITIONS} partitions, {keys:,} keys] the driver JVM's "
-                                  "heap in use after it (after a GC)", used / 1e6, "MB",
-                                  "flat in the number of keys"))
+        applied = []
+        results += ctx.driver_heaps(
+            f"[{PARTITIONS} partitions, {keys:,} keys]",
+            lambda: applied.append(rs.rewrite(Checkpoint(ctx.spark, copy), "", DROP,
+                                              dry_run=False, force=True,
+                                              backup_dir=copy + ".backup")),
+            "applying a drop")
+        assert applied[0].verified
     return results

@@ -109,6 +109,26 @@ class BenchContext:
               f"({verdict})", flush=True)
         return {"label": label, "runbook_s": r, "bare_s": b, "ratio": ratio, "target": target}
 
+    def driver_heaps(self, label: str, action, doing: str) -> list[dict]:
+        """The driver's Python heap at its peak during ``action()`` (tracemalloc) and its JVM's
+        heap in use after it (after a GC), each reported as one figure meant to stay flat."""
+        import tracemalloc
+        tracemalloc.start()
+        try:
+            action()
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        jvm = self.spark._jvm
+        jvm.java.lang.System.gc()
+        runtime = jvm.java.lang.Runtime.getRuntime()
+        used = runtime.totalMemory() - runtime.freeMemory()
+        flat = "flat in the number of keys"
+        return [self.report(f"{label} the driver's Python heap at its peak while {doing}",
+                            peak / 1e6, "MB", flat),
+                self.report(f"{label} the driver JVM's heap in use after it (after a GC)",
+                            used / 1e6, "MB", flat)]
+
     def report(self, label: str, value: float, unit: str, target: str = "") -> dict:
         """A measured figure that is not a ratio (a count, say)."""
         print(f"{label}: {value:g} {unit}" + (f"   (target {target})" if target else ""),

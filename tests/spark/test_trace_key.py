@@ -12,6 +12,7 @@ from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_placement import key_width_cut, partition_of
 from state_runbooks.core.state_reader import read_unit
 from state_runbooks.runbooks import trace_key as tk
+from state_runbooks.runbooks.trace_key.locate import snapshot_batches
 from state_runbooks.running.results import Summary
 
 CORE = {("window_agg", "rocksdb"), ("join", "hdfs"), ("transform_with_state", "rocksdb")}
@@ -64,6 +65,11 @@ def test_a_key_traced_says_what_the_reader_shows_at_every_batch(spark, demo_fact
             assert not trace.disagreements()
             if mine.placement.partition_id is not None:
                 assert mine.partitions_read in (1, unit.num_partitions)
+                # Every partition is read exactly at the batches before the partition's first
+                # snapshot (Spark's reader starts one partition only from a snapshot).
+                snapshots = snapshot_batches(ckpt, unit, mine.placement.partition_id)
+                assert mine.whole_batches == [b for b in range(first, last + 1)
+                                              if not any(s <= b for s in snapshots)]
 
 
 def test_a_key_never_seen_and_one_partition_read(spark, demo_factory):

@@ -61,12 +61,17 @@ def _unlisted_store(ckpt: Checkpoint, operator_id: int, store_name: str,
 def read_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int = -1, options: dict | None = None):
     """The state of one unit of the operator model at one batch (-1: last committed)."""
     batch = ckpt.resolve_batch(batch_id, unit.operator_id)
-    reader = (ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
-              .option("batchId", batch))
-    for name, value in {**unit.options, **(options or {})}.items():
+    return load_unit(ckpt, unit, {"batchId": batch, **(options or {})})
+
+
+def load_unit(ckpt: Checkpoint, unit: StateUnit, options: dict):
+    """Spark's reader on one unit with ``options``, ``batchId`` among them, taken as given: for a
+    caller that checked its batches against the retained range once (many reads of one range)."""
+    reader = ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
+    for name, value in {**unit.options, **options}.items():
         reader = reader.option(name, value)
     with spark_errors(f"reading state of operator {unit.operator_id} {unit.label} at batch "
-                      f"{batch}"), format_conf(ckpt):
+                      f"{options['batchId']}"), format_conf(ckpt):
         df = reader.load(ckpt.spark_root)
         df.schema  # Spark Connect analyses lazily: a refused read fails here, not at load()
         return df

@@ -1,18 +1,17 @@
 """One key's history in one unit: the rows ``key_where`` matches at every batch of the range,
-read by Spark's reader (one partition a batch where the key's partition is known), in one Spark
-job; then, key by key, what each batch did: inserted, updated (value before and after), deleted,
+read by Spark's reader (one partition a batch where the key's partition is known and a snapshot
+of it is at or before the batch), a small job a batch; then, key by key, what each batch did: inserted, updated (value before and after), deleted,
 with the watermark the batch applied and why Spark removes such a row."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import reduce
 
 from state_runbooks.common.errors import RunbookError, spark_errors
 from state_runbooks.common.formatting import format_utc, row_text
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import StateUnit
 
-from .locate import Placement, read_at
+from .locate import Placement, read_at, snapshot_batches
 
 # Why Spark removes a unit's rows, by the unit's expiry rule (core/operators.py).
 _EVENT_TIME_RULES = ("watermark_key", "window_end", "session_end", "expires_at", "join_side")
@@ -45,7 +44,8 @@ class UnitTrace:
     placement: Placement
     first_batch: int
     last_batch: int
-    partitions_read: int  # per batch read
+    partitions_read: int  # the most read at one batch
+    whole_batches: list[int] = field(default_factory=list)  # read in every partition: no snapshot
     by_batch: dict = field(default_factory=dict)  # batch -> {key text: value text}
     changes: list[Change] = field(default_factory=list)
     seen_partitions: set = field(default_factory=set)  # the reader's partition_id of the rows
@@ -62,24 +62,25 @@ def _value_columns(df) -> list[str]:
 
 def trace_unit(ckpt: Checkpoint, unit: StateUnit, key_where: str, placement: Placement,
                first: int, last: int) -> UnitTrace:
-    """The rows ``key_where`` matches at each batch ``first`` .. ``last`` (one Spark job)."""
-    from pyspark.sql import functions as F
-    frames, single = [], True
-    for batch in range(first, last + 1):
-        df, one = read_at(ckpt, unit, batch, placement.partition_id)
-        single = single and one
-        frames.append(df.where(key_where).select(F.lit(batch).alias("_batch"), "*"))
-    rows_df = reduce(lambda a, b: a.unionByName(b), frames)
-    with spark_errors(f"reading {unit.label} at batches {first}..{last}"):
-        rows = rows_df.collect()
-    out = UnitTrace(unit, placement, first, last, 1 if single else placement.num_partitions,
+    """The rows ``key_where`` matches at each batch ``first`` .. ``last``. A job a batch: one
+    union of a hundred reads costs Spark's planner more than the reads themselves
+    (tests/benchmarks/README.md)."""
+    snapshots = snapshot_batches(ckpt, unit, placement.partition_id)
+    out = UnitTrace(unit, placement, first, last, 1,
                     by_batch={b: {} for b in range(first, last + 1)})
-    values = _value_columns(rows_df)
-    for r in rows:
-        key, value = row_text(r["key"]), row_text({c: r[c] for c in values})
-        out.by_batch[r["_batch"]].setdefault(key, [])
-        out.by_batch[r["_batch"]][key].append(value)
-        out.seen_partitions.add(r["partition_id"])
+    for batch in range(first, last + 1):
+        df, one = read_at(ckpt, unit, batch, placement.partition_id, snapshots)
+        if not one:
+            out.whole_batches.append(batch)
+        with spark_errors(f"reading {unit.label} at batch {batch}"):
+            rows = df.where(key_where).collect()
+        values = _value_columns(df)
+        for r in rows:
+            key, value = row_text(r["key"]), row_text({c: r[c] for c in values})
+            out.by_batch[batch].setdefault(key, []).append(value)
+            out.seen_partitions.add(r["partition_id"])
+    if out.whole_batches:
+        out.partitions_read = placement.num_partitions
     out.changes = _changes(ckpt, unit, out.by_batch)
     return out
 

@@ -10,7 +10,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import StateUnit
 from state_runbooks.core.state_files import SNAPSHOT_KINDS
 from state_runbooks.core.state_placement import key_width_cut, partition_of
-from state_runbooks.core.state_reader import read_unit
+from state_runbooks.core.state_reader import load_unit
 
 from .condition import fixes
 
@@ -52,20 +52,22 @@ def place(ckpt: Checkpoint, unit: StateUnit, key_type, fixed: dict) -> Placement
                      "hash of its partitioning key modulo the partition count")
 
 
-def snapshot_batch(ckpt: Checkpoint, unit: StateUnit, partition: int, batch_id: int) -> int | None:
-    """The newest batch at or before ``batch_id`` whose state the partition keeps as a snapshot
-    (a ``.snapshot`` or ``.zip`` file), which Spark's reader can start one partition from."""
-    batches = [f.batch_id for f in ckpt.state_files(unit.operator_id, unit.files_store)
-               if f.partition_id == partition and f.kind in SNAPSHOT_KINDS
-               and f.batch_id <= batch_id]
-    return max(batches, default=None)
+def snapshot_batches(ckpt: Checkpoint, unit: StateUnit, partition: int | None) -> list[int]:
+    """The batches whose state the partition keeps as a snapshot (a ``.snapshot`` or ``.zip``
+    file), which Spark's reader can start one partition from; listed once for a whole trace."""
+    if partition is None:
+        return []
+    return sorted(f.batch_id for f in ckpt.state_files(unit.operator_id, unit.files_store)
+                  if f.partition_id == partition and f.kind in SNAPSHOT_KINDS)
 
 
-def read_at(ckpt: Checkpoint, unit: StateUnit, batch_id: int, partition: int | None):
-    """The unit's state at ``batch_id``: only ``partition`` where a snapshot allows it (the
-    second value is True then), else every partition."""
-    start = snapshot_batch(ckpt, unit, partition, batch_id) if partition is not None else None
-    if start is None:
-        return read_unit(ckpt, unit, batch_id), False
-    options = {"snapshotStartBatchId": start, "snapshotPartitionId": partition}
-    return read_unit(ckpt, unit, options={**options, "batchId": batch_id}), True
+def read_at(ckpt: Checkpoint, unit: StateUnit, batch_id: int, partition: int | None,
+            snapshots: list[int]):
+    """The unit's state at ``batch_id`` (checked against the retained range by the caller): only
+    ``partition`` where one of its ``snapshots`` is at or before the batch (the second value is
+    True then), else every partition."""
+    start = max((b for b in snapshots if b <= batch_id), default=None)
+    options = {"batchId": batch_id}
+    if partition is not None and start is not None:
+        options.update(snapshotStartBatchId=start, snapshotPartitionId=partition)
+    return load_unit(ckpt, unit, options), len(options) > 1

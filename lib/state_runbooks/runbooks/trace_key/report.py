@@ -10,9 +10,16 @@ from .verdict import unit_status
 def placement_lines(trace: Trace) -> list[str]:
     lines = []
     for t in trace.traces:
-        read = (f"1 of {t.placement.num_partitions} partitions read a batch"
-                if t.partitions_read == 1 else
-                f"all {t.placement.num_partitions} partitions read a batch")
+        n, whole = t.placement.num_partitions, t.whole_batches
+        batches = t.last_batch - t.first_batch + 1
+        if t.partitions_read == 1:
+            read = f"1 of {n} partitions read a batch"
+        elif t.placement.partition_id is not None and len(whole) < batches:
+            read = (f"1 of {n} partitions read a batch, all {n} at {len(whole)} of the "
+                    f"{batches} batches ({whole[0]}..{whole[-1]}: the partition keeps no "
+                    "snapshot at or before them)")
+        else:
+            read = f"all {n} partitions read a batch"
         lines.append(f"{t.label}: {t.placement.why}; {read}")
     lines += [f"{label}: not traced: {why}" for label, why in trace.skipped.items()]
     lines += [f"DISAGREE: {d}" for d in trace.disagreements()]
@@ -46,6 +53,7 @@ def summarize(summary, trace: Trace) -> None:
         "first_batch": status.first_batch, "last_batch": status.last_batch,
         "evicted_at_batch": status.evicted_at_batch, "partition_id": status.partition_id,
         "partitions_read": trace.partitions_read,
+        "batches_read_whole": sum(len(t.whole_batches) for t in trace.traces),
         "history": [{"unit": t.label, "batch_id": c.batch_id, "change": c.change, "key": c.key,
                      "before": c.before, "after": c.after, "watermark_ms": c.watermark_ms,
                      "reason": c.reason or None} for t in trace.traces for c in t.changes],

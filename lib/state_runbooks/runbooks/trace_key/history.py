@@ -93,11 +93,13 @@ def _changes(ckpt: Checkpoint, unit: StateUnit, by_batch: dict) -> list[Change]:
     out = []
     batches = sorted(by_batch)
     keys = sorted({k for rows in by_batch.values() for k in rows})
+    logged = set(ckpt.offset_batch_ids) if keys else set()
+    marks = {b: ckpt.offsets(b).watermark_ms if b in logged else 0 for b in batches}
     for key in keys:
         before = None
         for b in batches:
             now = _text(by_batch[b].get(key))
-            mark = ckpt.offsets(b).watermark_ms if b in ckpt.offset_batch_ids else 0
+            mark = marks[b]
             if before is None and now is not None and b != batches[0]:
                 out.append(Change(b, "inserted", key, None, now, mark))
             elif before is not None and now is None:

@@ -67,7 +67,8 @@ def read_at(ckpt: Checkpoint, unit: StateUnit, batch_id: int, partition: int | N
     ``partition`` where one of its ``snapshots`` is at or before the batch (the second value is
     True then), else every partition."""
     start = max((b for b in snapshots if b <= batch_id), default=None)
+    one = partition is not None and start is not None
     options = {"batchId": batch_id}
-    if partition is not None and start is not None:
+    if one:
         options.update(snapshotStartBatchId=start, snapshotPartitionId=partition)
-    return load_unit(ckpt, unit, options), len(options) > 1
+    return load_unit(ckpt, unit, options), one

@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state_runbooks.common.formatting import format_utc
-
 from .history import UnitTrace
 
 STATUSES = ("present", "evicted", "removed", "never_seen")  # the first that applies decides
@@ -55,7 +53,3 @@ def overall(statuses: list[KeyStatus]) -> KeyStatus:
         if found:
             return found[0]
     return KeyStatus("never_seen", None, None, None, None, None, "no unit was traced")
-
-
-def watermark_text(ms: int) -> str:
-    return format_utc(ms) or "none"

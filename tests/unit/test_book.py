@@ -13,7 +13,7 @@ import nbformat
 import pytest
 import yaml
 
-from state_runbooks.cli import book
+from state_runbooks.cli import book, headless
 from state_runbooks.cli import main as cli
 from state_runbooks.cli.course import read_course
 from state_runbooks.cli.runbook_files import repo_notebooks_dir
@@ -173,7 +173,7 @@ def test_a_course_that_misses_a_notebook_stops_the_book_before_any_demo(tmp_path
     runbooks.mkdir()
     (runbooks / "course.yaml").write_text(yaml.safe_dump({"path": [], "for_authors": []}))
     monkeypatch.setattr(book, "playbooks_folder", lambda: runbooks)
-    monkeypatch.setattr(book, "ChildRun", lambda *a, **k: pytest.fail("a demo ran"))
+    monkeypatch.setattr(headless, "ChildRun", lambda *a, **k: pytest.fail("a demo ran"))
     with pytest.raises(SystemExit, match=r"error: .*course.yaml does not list 00_template, "
                                           r"01_enable_rocksdb"):
         cli.main(["book", "--out", str(tmp_path / "book")])

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from state_runbooks.cli import headless
 from state_runbooks.cli import main as cli_main
 from state_runbooks.cli.headless import RunOutcome
 from state_runbooks.cli.runbook_files import runbook_notebooks
@@ -58,6 +59,7 @@ def test_only_the_demo_runs_with_it(archive, tmp_path, monkeypatch):
             return RunOutcome(self.notebook, "ok", 0, [], None)
 
     monkeypatch.setattr(cli_main, "ChildRun", Recorded)
+    monkeypatch.setattr(headless, "ChildRun", Recorded)
     cli_main.main(["run", "03_inspect_state", "--out", str(tmp_path)])
     assert given.pop("03_inspect_state") == [{}]
     cli_main.main(["demo", "--out", str(tmp_path)])

@@ -10,12 +10,9 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-from functools import partial
-
-from state_runbooks.session.class_archive import demo_environment
 
 from .course import Course, Lesson, check_covers, is_notebook_name, read_course
-from .headless import ChildRun, RunOutcome, report
+from .headless import RunOutcome, demo_starts, report
 from .in_order import run_in_order
 from .runbook_files import notebooks_folder, playbooks_folder, purpose, resolve_notebook
 
@@ -178,9 +175,8 @@ def build_book(out_dir: pathlib.Path, names: list[str] | None = None, interactiv
     for stem in chosen:
         for suffix in OUTPUTS:  # a page shows this run, never an earlier one's leftovers
             (out_dir / f"{stem}{suffix}").unlink(missing_ok=True)
-    environment = demo_environment()  # Spark's classes from the archive make records
-    outcomes = run_in_order([partial(ChildRun, notebooks_dir / f"{stem}.ipynb", out_dir, {}, True,
-                                     "", environment) for stem in chosen], jobs, interactive)
+    outcomes = run_in_order(demo_starts([notebooks_dir / f"{stem}.ipynb" for stem in chosen],
+                                        out_dir), jobs, interactive)
     failures = {o.notebook.stem: o.failure for o in outcomes}
     return outcomes, render_book(course, out_dir, notebooks_dir, chosen, failures)
 

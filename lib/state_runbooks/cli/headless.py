@@ -21,6 +21,7 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass
+from functools import partial
 
 from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.demos.checkpoints import remove_orphaned_demo_folders
@@ -38,6 +39,7 @@ from state_runbooks.running.results import (
     write_summary,
 )
 from state_runbooks.running.start import DEMO_ENV
+from state_runbooks.session.class_archive import demo_environment
 
 from .execution import execute, summary_target
 from .startup import skip_unused_iri_grammar
@@ -259,3 +261,11 @@ def report(outcomes: list[RunOutcome], out_dir: pathlib.Path) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def demo_starts(notebooks: list[pathlib.Path], out_dir: pathlib.Path) -> list:
+    """A start per notebook of its run on its demo (``make demo``, ``make book``): their JVMs map
+    Spark's classes from the archive make records."""
+    environment = demo_environment()
+    return [partial(ChildRun, notebook, out_dir, {}, True, "", environment)
+            for notebook in notebooks]

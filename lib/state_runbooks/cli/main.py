@@ -23,11 +23,10 @@ from functools import partial
 from state_runbooks import __version__
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
-from state_runbooks.session.class_archive import demo_environment
 
 from .book import book_command
 from .golden import refresh_golden
-from .headless import ChildRun, report
+from .headless import ChildRun, demo_starts, report
 from .in_order import default_jobs, run_in_order
 from .kernel_config import install_kernel_config
 from .runbook_files import (
@@ -181,17 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         # The parameters file is read, and every parameter checked, where a refusal still
         # writes the run's summary (ChildRun).
-        targets = [(resolve_notebook(args.notebook), _parse_parameters(args.parameter))]
-        demo_wanted, parameters_file = args.demo, resolve_schedule(args.parameters_file or "")
-        jobs, environment = 1, {}
+        starts = [partial(ChildRun, resolve_notebook(args.notebook), out_dir,
+                          _parse_parameters(args.parameter), args.demo,
+                          resolve_schedule(args.parameters_file or ""), {})]  # JVM as given
+        jobs = 1
     else:
-        targets = [(nb, {}) for nb in runbook_notebooks()]
-        demo_wanted, parameters_file, jobs = True, "", args.jobs
-        environment = demo_environment()  # Spark's classes from the archive make records
-
-    starts = [partial(ChildRun, notebook, out_dir, parameters, demo_wanted, parameters_file,
-                      environment)
-              for notebook, parameters in targets]
+        starts, jobs = demo_starts(runbook_notebooks(), out_dir), args.jobs
     outcomes = run_in_order(starts, jobs, interactive)
     print(report(outcomes, out_dir))
     return 1 if any(o.failure for o in outcomes) else 0

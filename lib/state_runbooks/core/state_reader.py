@@ -64,15 +64,16 @@ def read_unit(ckpt: Checkpoint, unit: StateUnit, batch_id: int = -1, options: di
     return load_unit(ckpt, unit, {"batchId": batch, **(options or {})})
 
 
-def load_unit(ckpt: Checkpoint, unit: StateUnit, options: dict):
+def load_unit(ckpt: Checkpoint, unit: StateUnit, options: dict, root: str | None = None):
     """Spark's reader on one unit with ``options``, ``batchId`` among them, taken as given: for a
-    caller that checked its batches against the retained range once (many reads of one range)."""
+    caller that checked its batches against the retained range once (many reads of one range).
+    ``root``: another root for the same checkpoint (a view of one partition of it)."""
     reader = ckpt.spark.read.format("statestore").option("operatorId", unit.operator_id)
     for name, value in {**unit.options, **options}.items():
         reader = reader.option(name, value)
     with spark_errors(f"reading state of operator {unit.operator_id} {unit.label} at batch "
                       f"{options['batchId']}"), format_conf(ckpt):
-        df = reader.load(ckpt.spark_root)
+        df = reader.load(root or ckpt.spark_root)
         df.schema  # Spark Connect analyses lazily: a refused read fails here, not at load()
         return df
 
@@ -201,17 +202,18 @@ def format_conf(ckpt: Checkpoint):
 
 
 def change_feed(ckpt: Checkpoint, operator_id: int, options: dict, first_batch: int,
-                last_batch: int):
+                last_batch: int, root: str | None = None):
     """Spark's change feed over ``first_batch`` .. ``last_batch`` with the reader ``options`` of a
     unit, as asked: no range checks, no error translation (05 probes damaged checkpoints with it).
-    The feed takes no ``batchId``: Spark refuses both together (STDS_CONFLICT_OPTIONS)."""
+    The feed takes no ``batchId``: Spark refuses both together (STDS_CONFLICT_OPTIONS). ``root``
+    as for :func:`load_unit`."""
     reader = ckpt.spark.read.format("statestore").option("operatorId", operator_id)
     options = {**options, "readChangeFeed": "true", "changeStartBatchId": first_batch,
                "changeEndBatchId": last_batch}
     for name, value in options.items():
         reader = reader.option(name, value)
     with format_conf(ckpt):
-        return reader.load(ckpt.spark_root)
+        return reader.load(root or ckpt.spark_root)
 
 
 def change_line_counts(ckpt: Checkpoint, unit, first_batch: int, last_batch: int):

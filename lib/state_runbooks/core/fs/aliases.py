@@ -7,11 +7,14 @@ them through an alias: a symbolic link with a plain name, in a private temporary
 checkpoint folder. Only where Spark's tasks run on this machine (a ``local[N]`` session, or a
 Spark Connect server that reads the alias back as the checkpoint): anywhere else, and on other
 file systems, the checkpoint is refused in one line naming the characters and the workaround.
-The links are removed when the process exits; they point at the checkpoint, never copy it.
+The links are removed when the process exits; they point at the checkpoint, never copy it. The
+same checks and private folders of links serve the view of one state partition
+(:mod:`.partition_view`).
 """
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import tempfile
 
@@ -43,36 +46,73 @@ def state_reader_root(spark, fs) -> str:
         return root
     if root in _ALIASES:
         return _ALIASES[root]
-    local = _path_part(root)
-    if scheme_of(root) not in (None, "file") or not os.path.isdir(local):
+    local = local_folder(root)
+    if local is None:
         raise RunbookError(unreadable_path_message(root, chars))
-    connect = is_connect(spark)
-    master = str(spark.conf.get(MASTER_CONF, "") if connect else spark.sparkContext.master)
-    if not master.startswith("local"):
-        raise RunbookError(unreadable_path_message(
-            root, chars, f"; Spark runs on {master}, not this machine alone, so no alias serves"))
+    elsewhere = tasks_elsewhere(spark)
+    if elsewhere:
+        raise RunbookError(unreadable_path_message(root, chars,
+                                                   f"; {elsewhere}, so no alias serves"))
     alias = _new_alias(local)
-    if connect and not _server_reads_alias(spark, fs, alias):
+    if is_connect(spark) and not server_reads_alias(spark, fs, alias):
         raise RunbookError(unreadable_path_message(
             root, chars, "; the Spark Connect server does not see this machine's files"))
     _ALIASES[root] = alias
     return alias
 
 
-def _new_alias(local: str) -> str:
-    folder = tempfile.mkdtemp(prefix="state-runbooks-alias-")
+def local_folder(root: str) -> str | None:
+    """The folder on this machine a checkpoint root names, or None (another file system)."""
+    local = _path_part(root)
+    return local if scheme_of(root) in (None, "file") and os.path.isdir(local) else None
+
+
+def tasks_elsewhere(spark) -> str | None:
+    """Why Spark's tasks may not run on this machine (a cluster), or None (``local[N]``; over
+    Spark Connect a local server, which :func:`server_reads_alias` confirms)."""
+    connect = is_connect(spark)
+    master = str(spark.conf.get(MASTER_CONF, "") if connect else spark.sparkContext.master)
+    return None if master.startswith("local") else f"Spark runs on {master}, not this machine alone"
+
+
+def private_folder(prefix: str, parent: str | None = None) -> str:
+    """A new private temporary folder with a plain name, for links, in ``parent`` (default: the
+    temporary folder); removed at exit if left."""
+    folder = tempfile.mkdtemp(prefix=prefix, dir=parent)
     if quoted_characters(folder):  # TMPDIR itself is oddly named
         os.rmdir(folder)
-        folder = tempfile.mkdtemp(prefix="state-runbooks-alias-", dir="/tmp")
+        folder = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
     if not _FOLDERS:
         atexit.register(_remove_aliases)
     _FOLDERS.append(folder)
+    return folder
+
+
+def remove_links(folder: str) -> None:
+    """Remove a folder of links and the folders made for them, bottom up: links are unlinked,
+    never followed, and a folder that holds anything else is left."""
+    for here, dirs, files in os.walk(folder, topdown=False):
+        for name in files + dirs:
+            path = os.path.join(here, name)
+            if os.path.islink(path):
+                os.unlink(path)
+            elif os.path.isdir(path):
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
+    if folder in _FOLDERS:
+        _FOLDERS.remove(folder)
+
+
+def _new_alias(local: str) -> str:
+    folder = private_folder("state-runbooks-alias-")
     link = os.path.join(folder, "checkpoint")
     os.symlink(local, link, target_is_directory=True)
     return "file:" + link
 
 
-def _server_reads_alias(spark, fs, alias: str) -> bool:
+def server_reads_alias(spark, fs, alias: str) -> bool:
     """Whether the Connect server reads the same ``metadata`` file through the alias."""
     try:
         expected = fs.read_text("metadata").strip()
@@ -84,13 +124,7 @@ def _server_reads_alias(spark, fs, alias: str) -> bool:
 
 def _remove_aliases() -> None:
     """Remove the links and their folders (never what a link points to)."""
-    for folder in _FOLDERS:
-        link = os.path.join(folder, "checkpoint")
-        if os.path.islink(link):
-            os.unlink(link)
-        try:
-            os.rmdir(folder)  # empty once the link is gone: nothing is ever followed
-        except OSError:
-            pass
+    for folder in list(_FOLDERS):
+        remove_links(folder)
     _FOLDERS.clear()
     _ALIASES.clear()

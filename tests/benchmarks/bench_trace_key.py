@@ -42,10 +42,10 @@ def bench(ctx) -> list[dict]:
             f"[{kind}: {name}] one key traced over batches {first}..{last} vs a full scan of "
             "the operator's state at the newest batch", trace, scan, target=0.1,
             repeats=min(ctx.repeats, 3)))
-        whole = traced[-1].traces[0].whole_batches
-        print(f"    one partition read a batch, all {unit.num_partitions} at {len(whole)} of the "
-              f"{last - first + 1} batches (no snapshot of the key's partition at or before "
-              "them)", flush=True)
+        done = traced[-1].traces[0]
+        print(f"    {done.partitions_read} of {unit.num_partitions} partitions read "
+              f"({'a view of its files' if not done.view_why else done.view_why}), the history "
+              f"by {done.read_by}", flush=True)
         results.append(ctx.side_by_side(
             f"[{kind}: {name}] one key at the newest batch vs the same full scan", newest, scan,
             target=None, repeats=min(ctx.repeats, 3)))

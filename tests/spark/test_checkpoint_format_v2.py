@@ -160,3 +160,25 @@ def test_09_refuses_a_v2_checkpoint_in_one_line_and_changes_nothing(spark, v2_de
     fmt = checks.get("format")
     assert not fmt.ok and "format v2" in fmt.seen
     assert checks.refusal()
+
+
+def test_11_traces_a_v2_checkpoint_one_partition_a_batch_from_its_snapshots(spark, v2_demo):
+    """Format v2 names each partition's files by an id its commits keep by partition number: no
+    view of one partition serves, so 11 reads the key's partition from its snapshots (every
+    partition before the first one), and says what Spark's reader shows at every batch."""
+    from state_runbooks.core.operators import state_units
+    from state_runbooks.core.state_reader import read_unit
+    from state_runbooks.runbooks import trace_key as tk
+    from state_runbooks.runbooks.trace_key.locate import snapshot_batches
+
+    ckpt = Checkpoint(spark, v2_demo("dedup", "rocksdb_changelog").checkpoint_path)
+    unit = state_units(ckpt)[0]
+    key_where = tk.key_where_for(read_unit(ckpt, unit).select("key").first().key)
+    mine = tk.trace_key(ckpt, key_where).traces[0]
+    assert "format (2)" in mine.view_why and mine.read_by == "each batch"
+    first, last = ckpt.retained_batch_range(unit.operator_id)
+    assert {b: bool(rows) for b, rows in mine.by_batch.items()} == \
+        {b: read_unit(ckpt, unit, b).where(key_where).count() > 0 for b in range(first, last + 1)}
+    snapshots = snapshot_batches(ckpt, unit, mine.placement.partition_id)
+    assert mine.whole_batches == [b for b in range(first, last + 1)
+                                  if not any(s <= b for s in snapshots)]

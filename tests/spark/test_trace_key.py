@@ -7,22 +7,25 @@ from __future__ import annotations
 import pytest
 import tiers
 
+from state_runbooks.common.formatting import row_text
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import tree_checksums
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_placement import key_width_cut, partition_of
 from state_runbooks.core.state_reader import read_unit
 from state_runbooks.runbooks import trace_key as tk
-from state_runbooks.runbooks.trace_key.locate import snapshot_batches
+from state_runbooks.runbooks.trace_key.history import FEED_KINDS
 from state_runbooks.running.results import Summary
 
-CORE = {("window_agg", "rocksdb"), ("join", "hdfs"), ("transform_with_state", "rocksdb")}
+FEED_PROVIDERS = ("hdfs", "rocksdb_changelog")  # Spark's change feed needs a changelog
+CORE = {("window_agg", "rocksdb"), ("join", "hdfs"), ("transform_with_state", "rocksdb_changelog")}
 SHAPES = [tiers.case(workload, provider, core=(workload, provider) in CORE,
                      id=f"{workload}-{provider}")
           for workload, provider in [
               ("window_agg", "rocksdb"), ("window_agg", "hdfs"), ("dedup", "rocksdb_changelog"),
               ("dedup_within_watermark", "rocksdb"), ("session_window", "rocksdb"),
-              ("join", "hdfs"), ("pandas_with_state", "rocksdb"),
-              ("transform_with_state", "rocksdb")]]
+              ("join", "hdfs"), ("join", "rocksdb_changelog"), ("pandas_with_state", "rocksdb"),
+              ("transform_with_state", "rocksdb"), ("transform_with_state", "rocksdb_changelog")]]
 
 
 def keys_by_batch(ckpt, unit, key_where, first, last) -> dict:
@@ -63,13 +66,12 @@ def test_a_key_traced_says_what_the_reader_shows_at_every_batch(spark, demo_fact
                 assert status.status in ("evicted", "removed")
                 assert status.evicted_at_batch == max(b for b, s in seen.items() if s) + 1
             assert not trace.disagreements()
-            if mine.placement.partition_id is not None:
-                assert mine.partitions_read in (1, unit.num_partitions)
-                # Every partition is read exactly at the batches before the partition's first
-                # snapshot (Spark's reader starts one partition only from a snapshot).
-                snapshots = snapshot_batches(ckpt, unit, mine.placement.partition_id)
-                assert mine.whole_batches == [b for b in range(first, last + 1)
-                                              if not any(s <= b for s in snapshots)]
+            assert mine.placement.partition_id is not None
+            # A local checkpoint read by local tasks: the key's partition alone, from a view of
+            # its files; the change feed where Spark serves one for the unit.
+            assert (mine.view_why, mine.partitions_read, mine.whole_batches) == ("", 1, [])
+            assert mine.read_by == ("change feed" if unit.kind in FEED_KINDS
+                                    and provider in FEED_PROVIDERS else "each batch")
 
 
 def test_a_key_never_seen_and_one_partition_read(spark, demo_factory):
@@ -77,18 +79,37 @@ def test_a_key_never_seen_and_one_partition_read(spark, demo_factory):
     run = demo_factory(d["workload"], d["provider"], d["batches"], d["rows_per_batch"],
                        d["partitions"])
     ckpt = Checkpoint(spark, run.checkpoint_path)
+    before = tree_checksums(spark, ckpt.root)
     demo = tk.run_demo(ckpt)
+    assert tree_checksums(spark, ckpt.root) == before  # the views of one partition changed nothing
     assert demo.never_seen.status.status == "never_seen"
     assert demo.evicted.status.status == "evicted"
     assert demo.present.status.status == "present"
     for one in (demo.present, demo.evicted, demo.never_seen):
-        assert one.partitions_read == 1  # RocksDB keeps a snapshot a batch: one partition read
+        assert one.partitions_read == 1  # the key's partition alone, from a view of its files
     summary = Summary("trace_key", ckpt.root, spark.version)
     tk.summarize(summary, demo.evicted)
     assert summary.details["key_status"] == "evicted"
     assert summary.details["evicted_at_batch"] == demo.evicted.status.evicted_at_batch
     assert summary.details["partitions_read"] == 1
     assert [h["change"] for h in summary.details["history"]][-1] == "deleted"
+
+
+def test_a_condition_that_leaves_the_key_open_reads_every_partitions_change_feed(spark,
+                                                                                 demo_factory):
+    """Without the window, a user's condition does not fix the key: every partition is read, the
+    history from the change feed, and every window of the user is traced as the reader shows."""
+    ckpt = Checkpoint(spark, demo_factory("window_agg").checkpoint_path)  # HDFS-backed
+    unit = state_units(ckpt)[0]
+    key_where = "key.user_id = 'user-0'"
+    mine = tk.trace_key(ckpt, key_where).traces[0]
+    assert mine.placement.partition_id is None and mine.read_by == "change feed"
+    assert mine.partitions_read == unit.num_partitions
+    first, last = ckpt.retained_batch_range(unit.operator_id)
+    for batch in range(first, last + 1):
+        rows = read_unit(ckpt, unit, batch).where(key_where).collect()
+        assert sorted(mine.by_batch[batch]) == sorted(row_text(r.key) for r in rows), batch
+    assert any(len(keys) > 1 for keys in mine.by_batch.values())  # several windows at a batch
 
 
 def test_a_condition_that_resolves_on_no_store_gets_one_line(spark, demo_factory):

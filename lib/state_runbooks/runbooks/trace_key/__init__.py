@@ -4,8 +4,9 @@ what each batch did to it, and why it is (or is not) there.
 One module per concern:
 
 - :mod:`.condition`: what ``key_where`` fixes, read from its text;
-- :mod:`.locate`: the key's partition by Spark's rule, and a read of one partition at a batch;
-- :mod:`.history`: the rows matched at every batch of the range, and what each batch did;
+- :mod:`.locate`: the key's partition by Spark's rule, and reads of that partition alone;
+- :mod:`.history`: the rows matched at every batch of the range (the change feed replayed, or
+  each batch read), and what each batch did;
 - :mod:`.verdict`: present, evicted, removed or never seen, in one line;
 - :mod:`.trace`: every unit asked for, placed, read and judged;
 - :mod:`.report`: the lines a reader sees, the summary, what the demo showed;

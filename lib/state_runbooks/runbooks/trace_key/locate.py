@@ -1,14 +1,17 @@
 """Where a key lives: the partition Spark keeps it in (its rule, from the values ``key_where``
-fixes), and a read of one batch's state that loads only that partition where Spark's reader can
-(from the partition's newest snapshot at or before the batch: ``snapshotStartBatchId`` and
-``snapshotPartitionId``), else every partition."""
+fixes), and reads that load only that partition: from a view of its files where one can be made
+(:mod:`~state_runbooks.core.fs.partition_view`), else, at one batch, from the partition's newest
+snapshot at or before it (``snapshotStartBatchId`` and ``snapshotPartitionId``), else every
+partition."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs.partition_view import partition_view
 from state_runbooks.core.operators import StateUnit
-from state_runbooks.core.state_files import SNAPSHOT_KINDS
+from state_runbooks.core.state_files import INCREMENTAL_KINDS, SNAPSHOT_KINDS
 from state_runbooks.core.state_placement import key_width_cut, partition_of
 from state_runbooks.core.state_reader import load_unit
 
@@ -52,20 +55,48 @@ def place(ckpt: Checkpoint, unit: StateUnit, key_type, fixed: dict) -> Placement
                      "hash of its partitioning key modulo the partition count")
 
 
+def _kept_batches(ckpt: Checkpoint, unit: StateUnit, partition: int | None, kinds) -> set[int]:
+    """The batches of which ``partition`` (None: every partition) keeps a file of ``kinds``."""
+    kept: dict[int, set[int]] = {p: set() for p in range(unit.num_partitions)}
+    for f in ckpt.state_files(unit.operator_id, unit.files_store):
+        if f.kind in kinds and f.partition_id in kept:
+            kept[f.partition_id].add(f.batch_id)
+    if partition is not None:
+        return kept.get(partition, set())
+    return set.intersection(*kept.values()) if kept else set()
+
+
 def snapshot_batches(ckpt: Checkpoint, unit: StateUnit, partition: int | None) -> list[int]:
     """The batches whose state the partition keeps as a snapshot (a ``.snapshot`` or ``.zip``
     file), which Spark's reader can start one partition from; listed once for a whole trace."""
-    if partition is None:
-        return []
-    return sorted(f.batch_id for f in ckpt.state_files(unit.operator_id, unit.files_store)
-                  if f.partition_id == partition and f.kind in SNAPSHOT_KINDS)
+    return [] if partition is None else sorted(_kept_batches(ckpt, unit, partition,
+                                                             SNAPSHOT_KINDS))
+
+
+def has_changes(ckpt: Checkpoint, unit: StateUnit, partition: int | None, first: int,
+                last: int) -> bool:
+    """Whether ``partition`` (None: every partition) keeps the changes of every batch ``first``
+    .. ``last`` (a ``.delta`` or ``.changelog`` file), which Spark's change feed reads: RocksDB
+    keeps them only with changelog checkpointing."""
+    return set(range(first, last + 1)) <= _kept_batches(ckpt, unit, partition, INCREMENTAL_KINDS)
+
+
+def partition_root(ckpt: Checkpoint, unit: StateUnit, placement: Placement):
+    """A context giving ``(root, why)``: the root of a view holding only the key's partition (its
+    rows read as partition 0), or None and why there is none."""
+    if placement.partition_id is None:
+        return contextlib.nullcontext((None, "key_where does not fix the key"))
+    return partition_view(ckpt.spark, ckpt.fs, unit.operator_id, placement.partition_id,
+                          ckpt.format_version)
 
 
 def read_at(ckpt: Checkpoint, unit: StateUnit, batch_id: int, partition: int | None,
-            snapshots: list[int]):
+            snapshots: list[int], view: str | None = None):
     """The unit's state at ``batch_id`` (checked against the retained range by the caller): only
-    ``partition`` where one of its ``snapshots`` is at or before the batch (the second value is
-    True then), else every partition."""
+    ``partition`` from its ``view``, or where one of its ``snapshots`` is at or before the batch
+    (the second value is True then), else every partition."""
+    if view:
+        return load_unit(ckpt, unit, {"batchId": batch_id}, view), True
     start = max((b for b in snapshots if b <= batch_id), default=None)
     one = partition is not None and start is not None
     options = {"batchId": batch_id}

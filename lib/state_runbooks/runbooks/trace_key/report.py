@@ -7,20 +7,24 @@ from .trace import Trace
 from .verdict import unit_status
 
 
+def _how_read(t) -> str:
+    n, whole = t.placement.num_partitions, t.whole_batches
+    batches = t.last_batch - t.first_batch + 1
+    how = (f"its state at batch {t.first_batch}, then Spark's change feed of the batches after it"
+           if t.read_by == "change feed" else "its state at each batch")
+    if t.partitions_read == 1 and not t.view_why:
+        return f"1 of {n} partitions read (a view of its files alone): {how}"
+    if t.partitions_read == 1:
+        return f"1 of {n} partitions read a batch, from its snapshots ({t.view_why})"
+    if t.placement.partition_id is not None and len(whole) < batches:
+        return (f"1 of {n} partitions read a batch, all {n} at {len(whole)} of the {batches} "
+                f"batches ({whole[0]}..{whole[-1]}: the partition keeps no snapshot at or before "
+                f"them, and {t.view_why})")
+    return f"all {n} partitions read: {how}"
+
+
 def placement_lines(trace: Trace) -> list[str]:
-    lines = []
-    for t in trace.traces:
-        n, whole = t.placement.num_partitions, t.whole_batches
-        batches = t.last_batch - t.first_batch + 1
-        if t.partitions_read == 1:
-            read = f"1 of {n} partitions read a batch"
-        elif t.placement.partition_id is not None and len(whole) < batches:
-            read = (f"1 of {n} partitions read a batch, all {n} at {len(whole)} of the "
-                    f"{batches} batches ({whole[0]}..{whole[-1]}: the partition keeps no "
-                    "snapshot at or before them)")
-        else:
-            read = f"all {n} partitions read a batch"
-        lines.append(f"{t.label}: {t.placement.why}; {read}")
+    lines = [f"{t.label}: {t.placement.why}; {_how_read(t)}" for t in trace.traces]
     lines += [f"{label}: not traced: {why}" for label, why in trace.skipped.items()]
     lines += [f"DISAGREE: {d}" for d in trace.disagreements()]
     return lines
@@ -53,6 +57,7 @@ def summarize(summary, trace: Trace) -> None:
         "first_batch": status.first_batch, "last_batch": status.last_batch,
         "evicted_at_batch": status.evicted_at_batch, "partition_id": status.partition_id,
         "partitions_read": trace.partitions_read,
+        "read_by": {t.label: t.read_by for t in trace.traces},
         "batches_read_whole": sum(len(t.whole_batches) for t in trace.traces),
         "history": [{"unit": t.label, "batch_id": c.batch_id, "change": c.change, "key": c.key,
                      "before": c.before, "after": c.after, "watermark_ms": c.watermark_ms,
@@ -72,9 +77,9 @@ def what_this_showed(result: DemoTraces) -> list[str]:
         f"an early window is gone: {e.line.split(': ', 1)[1]}, as Spark's reader shows at every "
         "batch",
         f"a key that never arrived is never seen, and the trace says so from "
-        f"{never.partitions_read} partition a batch, the one Spark's rule gives"
+        f"{never.partitions_read} partition, the one Spark's rule gives"
         if never.partitions_read == 1 else
         "a key that never arrived is never seen, read from every partition",
         f"each trace read {present.partitions_read} of {present.traces[0].placement.num_partitions}"
-        f" partitions a batch where key_where fixed the key ({n.status} included)",
+        f" partitions where key_where fixed the key ({n.status} included)",
     ]

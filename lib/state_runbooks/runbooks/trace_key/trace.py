@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from state_runbooks.common.errors import RunbookError, spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import matches_store, state_units
-from state_runbooks.core.state_reader import read_unit
+from state_runbooks.core.state_reader import load_unit
 
 from .condition import check_key_where, fixed_columns
 from .history import UnitTrace, check_range, trace_unit
@@ -60,13 +60,13 @@ def trace_key(ckpt: Checkpoint, key_where: str, operator_id: int = -1, store_nam
                                                for u in state_units(ckpt, operator_id)})))
     out = Trace(key_where)
     for unit in units:
+        first, last = check_range(ckpt, unit, from_batch, to_batch)
         with spark_errors(f"reading the schema of {unit.label}"):
-            df = read_unit(ckpt, unit)
+            df = load_unit(ckpt, unit, {"batchId": last})
         why = _resolves(df, key_where)
         if why:
             out.skipped[unit.label] = f"key_where does not resolve on its columns: {why}"
             continue
-        first, last = check_range(ckpt, unit, from_batch, to_batch)
         placement = (place(ckpt, unit, df.schema["key"].dataType, fixed)
                      if "key" in df.columns else Placement(None, unit.num_partitions, "no key"))
         trace = trace_unit(ckpt, unit, key_where, placement, first, last)

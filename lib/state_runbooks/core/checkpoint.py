@@ -419,15 +419,17 @@ class Checkpoint:
 
     # -- batches --------------------------------------------------------------------------------
     def retained_batch_range(self, operator_id: int = -1) -> tuple[int, int]:
-        """Batches whose state can still be read: committed, and not yet cleaned up."""
+        """Batches whose state can still be read: committed, and not yet cleaned up. Spark's
+        reader needs a batch's commit entry too (it looks up the batch's state ids there), and a
+        running query removes old entries at each batch: the commits are listed at each call."""
         stores = self.stores(operator_id)
         lows = [s.min_batch_id for s in stores if s.min_batch_id is not None]
         highs = [s.max_batch_id for s in stores if s.max_batch_id is not None]
-        last = self.last_committed_batch_id
-        if not lows or last is None:
+        commits = self.commit_batch_ids
+        if not lows or not commits:
             raise RunbookError(f"checkpoint {self.root} has no committed batch with state yet: "
                                "run the query for at least one batch")
-        return max(lows), min(min(highs), last)
+        return max(max(lows), commits[0]), min(min(highs), commits[-1])
 
     def resolve_batch(self, batch_id: int = -1, operator_id: int = -1) -> int:
         """``-1`` -> the last committed batch; any other id is checked against the retained range."""

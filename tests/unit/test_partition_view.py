@@ -1,6 +1,6 @@
-"""The view of one state partition (core/fs/partition_view.py): links to files only, partition
-``p``'s state files as partition 0 beside partition 0's ``_metadata``, removed on close without
-touching what they point to."""
+"""The view of one state partition (core/fs/partition_view.py): the logs' folders linked whole,
+state files one by one, partition ``p``'s as partition 0 beside partition 0's ``_metadata``; removed
+on close without touching what the links point to."""
 from __future__ import annotations
 
 import os
@@ -25,11 +25,15 @@ def _checkpoint(root) -> str:
 def _view_files(view: str) -> dict[str, str]:
     found = {}
     for here, dirs, files in os.walk(view):
-        assert not [d for d in dirs if os.path.islink(os.path.join(here, d))], "a folder linked"
+        linked = [os.path.relpath(os.path.join(here, d), view) for d in dirs
+                  if os.path.islink(os.path.join(here, d))]
+        assert set(linked) <= {"offsets", "commits"}, "a state folder linked"  # logs: live
+        files += [d for d in dirs if os.path.islink(os.path.join(here, d))]
         for name in files:
             path = os.path.join(here, name)
             assert os.path.islink(path)
-            found[os.path.relpath(path, view)] = open(path).read()
+            found[os.path.relpath(path, view)] = (
+                sorted(os.listdir(path)) if os.path.isdir(path) else open(path).read())
     return found
 
 
@@ -38,7 +42,7 @@ def test_the_view_holds_partition_p_as_0_beside_partition_0s_metadata(tmp_path):
     view = str(tmp_path / "view" / "checkpoint")
     link_partition(local, view, 0, 3)
     assert _view_files(view) == {
-        "metadata": "metadata", "offsets/0": "offsets/0", "commits/0": "commits/0",
+        "metadata": "metadata", "offsets": ["0"], "commits": ["0"],
         "state/0/_metadata/metadata": "state/0/_metadata/metadata",
         "state/0/0/_metadata/schema": "state/0/0/_metadata/schema",
         "state/0/0/left-x/_metadata/schema": "state/0/0/left-x/_metadata/schema",

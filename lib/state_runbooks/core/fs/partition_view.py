@@ -1,12 +1,13 @@
 """A view of one state partition as a checkpoint of its own, so Spark's state readers read that
 partition alone where they would read them all (its change feed has no partition option).
 
-The view is a private temporary folder of links to the checkpoint's files: its logs, the
-operator's metadata and schemas, and partition ``p``'s state files as partition 0 (beside partition
-0's own ``_metadata``, where Spark keeps the store's schema). Spark's reader reports every row of
-the view in partition 0: the caller knows it is ``p``. Only files are linked, never folders, so
-whatever a reader might write lands in the view, not in the checkpoint; the links are removed when
-the view is closed.
+The view is a private temporary folder of links into the checkpoint: its offsets and commits logs
+(their folders, so a reader lists the entries there are when it reads; state readers never write
+them), the operator's metadata and schemas, and partition ``p``'s state files as partition 0
+(beside partition 0's own ``_metadata``, where Spark keeps the store's schema). Spark's reader
+reports every row of the view in partition 0: the caller knows it is ``p``. State files are linked
+one by one, never their folders, so whatever a reader might write lands in the view, not in the
+checkpoint; the links are removed when the view is closed.
 
 Offered only where it holds: a checkpoint on this machine read by tasks on this machine (as for
 :mod:`.aliases`), in checkpoint format 1 (format 2 names each partition's files by an id its commit
@@ -56,8 +57,8 @@ def link_partition(local: str, view: str, operator_id: int, partition: int) -> N
                 link(os.path.join(source, rel), os.path.join(target, rel))
 
     link(os.path.join(local, "metadata"), os.path.join(view, "metadata"))
-    for log in ("offsets", "commits"):
-        link_files(os.path.join(local, log), os.path.join(view, log))
+    for log in ("offsets", "commits"):  # listed by the reader when it reads: the live entries
+        link(os.path.join(local, log), os.path.join(view, log))
     operator = os.path.join(local, "state", str(operator_id))
     mirror = os.path.join(view, "state", str(operator_id))
     for entry in os.listdir(operator):

@@ -49,6 +49,20 @@ def _resolves(df, key_where: str) -> str | None:
     return None
 
 
+def _trace_retained(ckpt: Checkpoint, unit, key_where: str, placement: Placement, batches: tuple,
+                    asked: tuple) -> UnitTrace:
+    """The unit traced over ``batches``; once more over the range kept now where a running query
+    cleaned up the first batches of it while they were read (Spark's reader then finds no commit
+    or state file for them)."""
+    try:
+        return trace_unit(ckpt, unit, key_where, placement, *batches)
+    except RunbookError:
+        now = check_range(ckpt, unit, *asked)
+        if now[0] == batches[0]:
+            raise
+        return trace_unit(ckpt, unit, key_where, placement, *now)
+
+
 def trace_key(ckpt: Checkpoint, key_where: str, operator_id: int = -1, store_name: str = "",
               from_batch: int = -1, to_batch: int = -1) -> Trace:
     key_where = check_key_where(key_where)
@@ -69,7 +83,8 @@ def trace_key(ckpt: Checkpoint, key_where: str, operator_id: int = -1, store_nam
             continue
         placement = (place(ckpt, unit, df.schema["key"].dataType, fixed)
                      if "key" in df.columns else Placement(None, unit.num_partitions, "no key"))
-        trace = trace_unit(ckpt, unit, key_where, placement, first, last)
+        trace = _trace_retained(ckpt, unit, key_where, placement, (first, last),
+                                (from_batch, to_batch))
         out.traces.append(trace)
         out.statuses.append(unit_status(trace))
     if not out.traces:

@@ -1,6 +1,6 @@
 """One key's history in one unit: the rows ``key_where`` matches at every batch of the range, as
 Spark's reader shows them: the state at the first batch replayed through Spark's change feed of
-the batches after it (two reads), or, where Spark serves no feed for the unit, a small job a
+the batches after it (one job), or, where Spark serves no feed for the unit, a small job a
 batch. Both read only the key's partition where it is known and a view of it can be made (else
 one partition a batch from its snapshots). Then, key by key, what each batch did: inserted,
 updated (value before and after), deleted, with the watermark the batch applied and why Spark

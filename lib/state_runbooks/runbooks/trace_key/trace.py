@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, spark_errors
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.operators import matches_store, state_units
+from state_runbooks.core.operators import StateUnit, matches_store, state_units
 from state_runbooks.core.state_reader import load_unit
 
 from .condition import check_key_where, fixed_columns
@@ -49,8 +49,8 @@ def _resolves(df, key_where: str) -> str | None:
     return None
 
 
-def _trace_retained(ckpt: Checkpoint, unit, key_where: str, placement: Placement, batches: tuple,
-                    asked: tuple) -> UnitTrace:
+def _trace_retained(ckpt: Checkpoint, unit: StateUnit, key_where: str, placement: Placement,
+                    batches: tuple, asked: tuple) -> UnitTrace:
     """The unit traced over ``batches``; once more over the range kept now where a running query
     cleaned up the first batches of it while they were read (Spark's reader then finds no commit
     or state file for them)."""

@@ -3,11 +3,13 @@ keys, and what the demo showed."""
 from __future__ import annotations
 
 from .demo import DemoTraces
+from .history import UnitTrace
 from .trace import Trace
 from .verdict import unit_status
 
 
-def _how_read(t) -> str:
+def _how_read(t: UnitTrace) -> str:
+    """How many partitions were read, from what, and why not fewer."""
     n, whole = t.placement.num_partitions, t.whole_batches
     batches = t.last_batch - t.first_batch + 1
     how = (f"its state at batch {t.first_batch}, then Spark's change feed of the batches after it"

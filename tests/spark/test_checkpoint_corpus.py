@@ -1,11 +1,13 @@
 """A corpus of checkpoint shapes written by real streaming queries, and every runbook that reads a
 checkpoint run on each through its library functions, as its notebook calls them.
 
-Sixteen shapes: every stateful operator family (aggregation on one and on a two-column key without
-a watermark, deduplication with and within a watermark, stream-stream join in state formats 2 and
-3, session window, applyInPandasWithState, transformWithState with rows and with pandas, limit, two
-chained operators) on the HDFS-backed provider and on RocksDB with and without changelogs, plus
-Avro encoding, a short retention that purges logs, and checkpoint format v2. On each, healthy:
+Twenty-four shapes: every stateful operator family (aggregation on one and on a two-column key
+without a watermark, deduplication with and within a watermark, stream-stream join in state formats
+2 and 3, session window, applyInPandasWithState, transformWithState with rows and with pandas,
+limit, two chained operators) on the HDFS-backed provider and on RocksDB with and without
+changelogs, plus Avro encoding, a short retention that purges logs, checkpoint format v2, and what
+Spark 4.2+ adds: named sources (offsets log format 2), row checksums, file checksums, and all of
+them at once on what real-time mode forces (RocksDB, changelogs, format 2). On each, healthy:
 
 - 03, calling what its notebook calls, counts every unit (store, join store, state variable,
   timers) exactly as Spark's reader does with the options written out by hand, and its checklist
@@ -14,15 +16,18 @@ Avro encoding, a short retention that purges logs, and checkpoint format v2. On 
 - 05 finds nothing broken and plans no move;
 - 07 and 09 check and plan in dry run, refusing an unsupported shape in one line at most;
 - 01 names the provider the checkpoint pins;
+- 08 says the unchanged job restarts (its rehearsal ran), 10 migrates nothing for it, and 11
+  traces a key as Spark's reader shows it;
 - and none of it writes a byte into the checkpoint or beside it.
 
-Five damages, each on a copy of one shape (a truncated delta, garbage inside a changelog in the
+Seven damages, each on a copy of one shape (a truncated delta, garbage inside a changelog in the
 middle of the history, a deleted SST file, a deleted newest commit, a deleted newest offsets
-entry): 05 names the damaged file and plans the smallest rollback; applied, and the same query
-restarted on the result, the state equals row for row that of a run that never broke; undo gives
-back the damaged checkpoint byte for byte.
+entry, and in an offsets log of format 2 a garbage newest entry and one whose names are lost):
+05 names the damaged file and plans the smallest rollback; applied, and the same query restarted
+on the result, the state equals row for row that of a run that never broke; undo gives back the
+damaged checkpoint byte for byte.
 
-make test runs four of the shapes and the damages made on them; make test-extended runs the others
+make test runs six of the shapes and the damages made on them; make test-extended runs the others
 (tests/tiers.py).
 """
 from __future__ import annotations
@@ -40,7 +45,13 @@ from checkpoint_trees import age, clean_checkpoints, state_differences, tree_sha
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.runtime import provider_classes
-from state_runbooks.common.spark_settings import CHECKPOINT_FORMAT_CONF, PROVIDER_CONF
+from state_runbooks.common.spark_settings import (
+    CHECKPOINT_FORMAT_CONF,
+    FILE_CHECKSUM_CONF,
+    PROVIDER_CONF,
+    ROW_CHECKSUM_CONF,
+    SOURCE_EVOLUTION_CONF,
+)
 from state_runbooks.core import growth as state_growth
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import tree_checksums
@@ -52,6 +63,11 @@ from state_runbooks.runbooks import inspect_state
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
 from state_runbooks.runbooks import rewrite_state as rs
+from state_runbooks.runbooks import check_query_change as qc
+from state_runbooks.runbooks import migrate_state as ms
+from state_runbooks.runbooks import trace_key as tk
+from state_runbooks.core.operators import state_units
+from state_runbooks.core.state_reader import read_unit
 from state_runbooks.runbooks.inspect_state.checklist import WATERMARK_RULES
 from state_runbooks.running.results import Summary
 from state_runbooks.session.spark_session import session_conf
@@ -64,6 +80,11 @@ BATCHES = 3
 V2 = {CHECKPOINT_FORMAT_CONF: "2"}
 AVRO = {"spark.sql.streaming.stateStore.encodingFormat": "avro"}
 SHORT_RETENTION = {"spark.sql.streaming.minBatchesToRetain": "3"}
+# Spark 4.2+: named sources (offsets log format 2), a checksum in every state row, and with
+# checkpoint format 2 a checksum file beside every state file.
+NAMED = {SOURCE_EVOLUTION_CONF: "true"}
+ROW_CHECKSUMS = {ROW_CHECKSUM_CONF: "true"}
+FILE_CHECKSUMS = {**V2, FILE_CHECKSUM_CONF: "true"}
 
 
 # -- the corpus: each shape's units and the reader options that select them, written out by hand --
@@ -111,11 +132,27 @@ CORPUS = {
     "limit": Shape("limit", "hdfs", DEFAULT),
     "two_operators": Shape("two_operators", "rocksdb",
                            {**DEFAULT, **_stores("default", operator_id=1)}),
+    "window_agg_named": Shape("window_agg", "hdfs", DEFAULT, NAMED, batches=4),
+    "join_named": Shape("join", "rocksdb_changelog", JOIN, NAMED),
+    "session_window_named": Shape("session_window", "rocksdb", DEFAULT, NAMED),
+    "window_agg_row_checksums": Shape("window_agg", "hdfs", DEFAULT, ROW_CHECKSUMS),
+    "dedup_row_checksums": Shape("dedup", "rocksdb_changelog", DEFAULT, ROW_CHECKSUMS,
+                                 batches=4),
+    "transform_with_state_file_checksums": Shape("transform_with_state", "rocksdb",
+                                                 USER_ACTIVITY, FILE_CHECKSUMS),
+    # What real-time mode forces on a stateful query (RocksDB, changelogs, checkpoint format 2),
+    # with every other 4.2+ option on: no local source runs in real-time mode
+    # (test_real_time_mode_needs_a_source_no_local_query_has).
+    "join_every_new_option": Shape("join", "rocksdb_changelog", JOIN,
+                                   {**NAMED, **ROW_CHECKSUMS, **FILE_CHECKSUMS}),
+    "transform_with_state_named_avro": Shape("transform_with_state", "rocksdb_changelog",
+                                             USER_ACTIVITY, {**NAMED, **AVRO}),
 }
 NAMES = list(CORPUS)
 # make test: the HDFS-backed provider, RocksDB with and without changelogs, a join, checkpoint
 # format v2, and transformWithState's variables and timers in Avro; make test-extended: the rest.
-CORE_NAMES = {"dedup", "session_window", "join_format_v2", "transform_with_state_avro"}
+CORE_NAMES = {"dedup", "session_window", "join_format_v2", "transform_with_state_avro",
+              "window_agg_named", "join_every_new_option"}
 SHAPES = tiers.tiered(NAMES, CORE_NAMES)
 
 
@@ -200,7 +237,8 @@ def test_03_counts_every_unit_as_spark_reads_it_and_calls_nothing_critical(spark
     inspect_state.stores_table(reports)
     reader = inspect_state.reader_lines(reports, ckpt)
     # Avro-encoded state says its files hold Avro bytes, not UnsafeRow; no other shape says so.
-    assert any("Avro-encoded" in line for line in reader) == (built.shape.conf == AVRO), reader
+    avro = built.shape.conf.items() >= AVRO.items()
+    assert any("Avro-encoded" in line for line in reader) == avro, reader
     inspect_state.hot_keys_lines(reports)
     growth = state_growth.growth(ckpt, -1, "", 12, reports)
     state_growth.method_lines(growth)
@@ -270,7 +308,8 @@ def test_05_finds_nothing_broken_and_plans_nothing(spark, corpus, name):
 
 # The shapes each runbook's offline rewrite handles (RocksDB, a family verified on this Spark, join
 # state format 2): the others are refused, in one line.
-REPARTITIONED = {"dedup", "join", "join_format_v2", "two_operators"}
+REPARTITIONED = {"dedup", "join", "join_format_v2", "two_operators", "join_named",
+                 "dedup_row_checksums", "join_every_new_option"}
 NOT_REWRITTEN = {"dedup_within_watermark", "join_v3", "pandas_with_state", "limit"}
 
 
@@ -349,6 +388,70 @@ def test_01_names_the_pinned_provider(spark, corpus, name):
     assert er.options_lines(report)
 
 
+# The job as it runs, for 08 and 10: the demo query with the settings the shape was written with.
+JOB = """
+from state_runbooks.demos.checkpoints import WORKLOAD_OUTPUT_MODE, demo_query
+
+def build(spark):
+    for key, value in CONF.items():
+        spark.conf.set(key, value)
+    return (demo_query(spark, WORKLOAD, ROWS).writeStream
+            .outputMode(WORKLOAD_OUTPUT_MODE.get(WORKLOAD, "append")))
+"""
+
+
+def unchanged_job(built: Built, folder: Path) -> str:
+    path = folder / f"{built.shape.workload}_job.py"
+    path.write_text(f"WORKLOAD = {built.shape.workload!r}\nCONF = {built.shape.conf!r}\n"
+                    f"ROWS = {ROWS_PER_BATCH}\n" + JOB)
+    return str(path)
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_08_says_the_unchanged_job_restarts(spark, corpus, name, tmp_path):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    job = qc.load_job(spark, unchanged_job(built, tmp_path), "build")
+    check = qc.check_query_change(spark, ckpt, job, scratch_dir=str(tmp_path / "scratch"))
+    lines = qc.side_by_side_lines(check) + qc.rehearsal_lines(check)
+    assert check.rehearsed and (check.restart, check.status) == ("restarts", "ok"), lines
+    sources = [r for r in check.comparison.rows if r.aspect.startswith("source")]
+    assert sources and {r.verdict for r in sources} == {"same"}, lines
+    _unchanged(spark, built)
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_10_dry_run_of_the_unchanged_job_migrates_nothing(spark, corpus, name, tmp_path):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    job = ms.load_job(spark, unchanged_job(built, tmp_path), "build")
+    change = ms.compare_schemas(spark, ckpt, job, {})
+    try:
+        checks = ms.check_requirements(ckpt, change, "", "")
+        plan, checks = ms.plan_unless_active(ckpt, checks, change, {})
+        out = ms.migrate(ckpt, checks, change, plan, {}, job)
+    finally:
+        change.remove_fresh()
+    assert not out.applied, out.lines
+    assert not any(store.changed for store in change.stores), ms.schema_lines(change)
+    _unchanged(spark, built)
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_11_traces_a_key_as_the_reader_shows_it(spark, corpus, name):
+    built = corpus(name)
+    ckpt = built.checkpoint(spark)
+    unit = next(u for u in state_units(ckpt) if u.kind != "timers")
+    key = read_unit(ckpt, unit).select("key").first().key
+    key_where = tk.key_where_for(key)
+    trace = tk.trace_key(ckpt, key_where, unit.operator_id, unit.state_variable or unit.store_name)
+    mine = next(t for t in trace.traces if t.label == unit.label)
+    last = ckpt.retained_batch_range(unit.operator_id)[1]
+    assert mine.by_batch[last] and trace.status.status == "present", tk.history_lines(trace)
+    assert not trace.disagreements()
+    _unchanged(spark, built)
+
+
 # -- five damages: diagnosed, rolled back, restarted to a never-broken state, undone -------------
 def _zip_ssts(path: Path) -> set[str]:
     """The SST files a RocksDB snapshot zip lists (its metadata file, read here directly)."""
@@ -410,6 +513,20 @@ def delete_newest_offsets(root: Path, ckpt: Checkpoint) -> str:
     return f"commits/{broken.rsplit('/', 1)[1]}"
 
 
+def garbage_in_named_offsets(root: Path, ckpt: Checkpoint) -> str:
+    """The newest offsets entry of a format 2 log overwritten with noise: still named."""
+    return faults.inject_log_fault(ckpt, "offsets_latest", "garbage")
+
+
+def name_lost_in_offsets(root: Path, ckpt: Checkpoint) -> str:
+    """The newest offsets entry of a format 2 log with its source line's name cut off (a
+    format 1 line in a format 2 entry: Spark refuses it, ``Invalid OffsetMap format``)."""
+    rel = f"offsets/{ckpt.offset_batch_ids[-1]}"
+    lines = (root / rel).read_text().split("\n")
+    (root / rel).write_text("\n".join(lines[:2] + [line.partition(":")[2] for line in lines[2:]]))
+    return rel
+
+
 ROLLBACK = "rollback"  # the logs after the last good batch and the state after its version
 # damage -> (corpus shape, how it is made, the last batch whose state loads, the smallest plan:
 # ROLLBACK, or exactly the files to move)
@@ -421,6 +538,11 @@ DAMAGES = {
     "deleted_newest_commit": ("transform_with_state_pandas", delete_newest_commit, 2, []),
     # Spark refuses a commit without offsets: it goes, and Spark re-runs the batch.
     "deleted_newest_offsets": ("session_window", delete_newest_offsets, 2, ["commits/3"]),
+    # Offsets log format 2: Spark re-runs the batch from the entry before.
+    "garbage_in_named_offsets": ("window_agg_named", garbage_in_named_offsets, 2,
+                                 ["commits/3", "offsets/3"]),
+    "name_lost_in_offsets": ("window_agg_named", name_lost_in_offsets, 2,
+                             ["commits/3", "offsets/3"]),
 }
 
 
@@ -488,6 +610,36 @@ def test_05_repairs_a_damaged_shape_and_the_restart_equals_a_clean_run(spark, co
     undone = recovery.undo(restarted, outcome.journal_path, dry_run=False, force=True)
     assert undone.applied and undone.verified, undone.lines
     assert tree_sha(root) == damaged
+
+
+# -- what this Spark does not write -----------------------------------------------------------------
+def test_real_time_mode_needs_a_source_no_local_query_has(spark, tmp_path):
+    """Real-time mode (``trigger(realTime=...)``) runs only on sources that support it (Kafka):
+    the rate sources the corpus is written with are refused, so no corpus checkpoint is a real-time
+    one; ``join_every_new_option`` has what real-time mode forces on a stateful query instead."""
+    from pyspark.sql import functions as F
+    df = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 5).load()
+          .groupBy((F.col("value") % 3).alias("k")).count())
+    with pytest.raises(Exception, match="STREAMING_REAL_TIME_MODE.INPUT_STREAM_NOT_SUPPORTED"):
+        query = (df.writeStream.format("console").outputMode("update")
+                 .option("checkpointLocation", str(tmp_path / "rtm"))
+                 .trigger(realTime="5 seconds").start())
+        try:
+            query.awaitTermination(60)
+        finally:
+            query.stop()
+
+
+def test_source_evolution_on_a_format_1_checkpoint_is_spark_s_refusal(spark, corpus, tmp_path):
+    """Named sources cannot be switched on for a checkpoint started without them on this Spark
+    (an offsets log in format 1 stays in format 1): there is no upgraded log to read here."""
+    built = corpus("window_agg")
+    copy = tmp_path / "checkpoint"
+    shutil.copytree(built.run.checkpoint_path, copy)
+    with pytest.raises(RunbookError, match="CANNOT_ENABLE_ON_EXISTING_CHECKPOINT"):
+        faults.restart_demo(spark, DemoRun(str(copy), built.run.workload, built.run.provider, 1,
+                                           ROWS_PER_BATCH, PARTITIONS, extra_conf=NAMED),
+                            str(copy), 1)
 
 
 # -- last in the module ----------------------------------------------------------------------------

@@ -18,6 +18,12 @@ FLATMAP_FORMAT_CONF = "spark.sql.streaming.flatMapGroupsWithState.stateFormatVer
 WATERMARK_POLICY_CONF = "spark.sql.streaming.multipleWatermarkPolicy"
 STRICT_DISTRIBUTION_CONF = "spark.sql.streaming.statefulOperator.useStrictDistribution"
 PRUNE_STREAMING_SUBPLAN_CONF = "spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan"
+# Named sources (Spark 4.2+): every source named with .name(), the offsets log in format 2, a
+# restart matching sources by name. Pinned in the offsets log once on.
+SOURCE_EVOLUTION_CONF = "spark.sql.streaming.queryEvolution.enableSourceEvolution"
+OFFSET_LOG_FORMAT_CONF = "spark.sql.streaming.offsetLog.formatVersion"
+OFFSET_LOG_UPGRADE_CONF = "spark.sql.streaming.offsetLog.v1ToV2.autoUpgrade.enabled"
+FILE_CHECKSUM_CONF = "spark.sql.streaming.checkpoint.fileChecksum.enabled"  # format 2 only
 
 # -- the state store, not pinned ------------------------------------------------------------------
 MIN_BATCHES_TO_RETAIN_CONF = "spark.sql.streaming.minBatchesToRetain"

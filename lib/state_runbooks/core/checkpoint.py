@@ -7,7 +7,8 @@ so it works on any file system Spark can reach. Bad input raises :class:`~state_
 Layout (Spark 4.x)::
 
     <root>/metadata                      {"id": "<query id>"}
-    <root>/offsets/<batch>               v1 / {"batchWatermarkMs", "batchTimestampMs", "conf"} / sources
+    <root>/offsets/<batch>               v1|v2 / {"batchWatermarkMs", "batchTimestampMs", "conf"} /
+                                         a line per source (v2: <name>:<offset>; core/offset_log.py)
     <root>/commits/<batch>               v1 / {"nextBatchWatermarkMs"} (v2: and "stateUniqueIds")
     <root>/state/<op>/_metadata/metadata operator name, stores and their partition counts
     <root>/state/<op>/<partition>/[<store>/]<version>.delta|.snapshot|.zip|.changelog
@@ -34,6 +35,7 @@ from state_runbooks.common.spark_settings import (
     PROVIDER_CONF,
 )
 
+from . import offset_log
 from .fs import open_fs, state_reader_root
 from .fs.base import FileEntry, is_checksum_file
 from .log_files import read_log as _read_log
@@ -60,6 +62,7 @@ class OffsetEntry:
     # Names of the sources, in the same order, where the query named them (offsets log v2,
     # Spark's source evolution: a restart matches sources by name); None in a v1 log (by position).
     source_names: tuple | None = None
+    format_version: int = 1  # the offsets log's format (core/offset_log.py)
 
 
 @dataclass(frozen=True)
@@ -98,16 +101,6 @@ class OperatorInfo:
 
 def _batch_ids(fs, folder: str) -> list[int]:
     return sorted(int(e.name) for e in fs.list(folder) if not e.is_dir and e.name.isdigit())
-
-
-def _parse_json_line(line: str):
-    line = line.strip()
-    if not line or line == "-":
-        return None
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError:
-        return line
 
 
 class Checkpoint:
@@ -196,17 +189,21 @@ class Checkpoint:
             raise RunbookError(f"batch {batch_id} has no offsets entry in {self.root}; batches with "
                                f"offsets: {id_ranges(self.offset_batch_ids)}")
         lines, meta = _read_log(self, rel, 1)
-        names = None
-        offsets = lines[2:]
-        if lines[0].strip() == "v2":  # "<name>:<offset>" per source
-            names = tuple(line.split(":", 1)[0] for line in offsets)
-            offsets = [line.split(":", 1)[1] if ":" in line else "" for line in offsets]
+        try:
+            parsed = offset_log.parse("\n".join(lines).encode("utf-8"))
+        except offset_log.EntryProblem as exc:
+            raise RunbookError(f"{rel} of checkpoint {self.root}: {exc.what}"
+                               + ("" if exc.damage == "unknown" else
+                                  ": 05 recover corrupted state says what Spark does with it "
+                                  "and how to repair it")) from None
         return OffsetEntry(batch_id=batch_id,
                            watermark_ms=int(meta.get("batchWatermarkMs", 0)),
                            timestamp_ms=int(meta.get("batchTimestampMs", 0)),
                            conf=dict(meta.get("conf", {})),
-                           sources=[_parse_json_line(line) for line in offsets],
-                           source_names=names)
+                           sources=[s.value for s in parsed.sources],
+                           source_names=tuple(s.name for s in parsed.sources) if parsed.named
+                           else None,
+                           format_version=parsed.version)
 
     def next_watermark_ms(self, batch_id: int) -> int | None:
         """The watermark the batch after ``batch_id`` applies (from ``commits/<batch_id>``)."""

@@ -24,3 +24,20 @@ def read_log(ckpt, rel: str, line: int) -> tuple[list[str], dict]:
         raise RunbookError(f"{rel} of checkpoint {ckpt.root} is damaged ({what}): 05 recover "
                            "corrupted state says what Spark does with it and how to repair it")
     return lines, value
+
+
+def json_problem(text: str, where: str, require: str = "", scalars: bool = False
+                 ) -> tuple[str, str] | None:
+    """(damage, what) when ``text`` is not the JSON expected at ``where``; None when it is."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated")
+        if cut and text.lstrip()[:1] in "{[\"" and text.isprintable():
+            return "truncated", f"cut short: {where} ends mid-JSON ({exc.msg})"
+        return "garbage", f"garbage: {where} is not JSON ({exc.msg} at character {exc.pos})"
+    if not scalars and not isinstance(value, dict):
+        return "garbage", f"garbage: {where} is not a JSON object"
+    if require and require not in value:
+        return "garbage", f"garbage: {where} has no {require!r}"
+    return None

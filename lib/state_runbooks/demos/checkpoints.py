@@ -22,6 +22,7 @@ from state_runbooks.common.spark_settings import (
     NO_DATA_BATCHES_CONF,
     PROVIDER_CONF,
     SHUFFLE_PARTITIONS_CONF,
+    SOURCE_EVOLUTION_CONF,
 )
 from state_runbooks.session.spark_session import session_conf
 
@@ -82,6 +83,9 @@ class DemoRun:
     rows_per_batch: int
     partitions: int
     progress: list = field(default_factory=list)  # query.lastProgress of every batch
+    # Session settings it was written with beyond the provider's (named sources, row checksums):
+    # a restart builds the query with them again.
+    extra_conf: dict = field(default_factory=dict)
 
     @property
     def last_state_operators(self) -> list[dict]:
@@ -99,13 +103,17 @@ def provider_conf(provider: str, runtime: str = "auto") -> dict[str, str]:
             CHANGELOG_CONF: "true" if provider == "rocksdb_changelog" else "false"}
 
 
-def _rate(spark, rows_per_batch: int, start_ms: int = DEMO_START_MS):
-    return (spark.readStream.format("rate-micro-batch")
-            .option("rowsPerBatch", rows_per_batch)
-            .option("numPartitions", 1)
-            .option("startTimestamp", start_ms)
-            .option("advanceMillisPerBatch", 1000)
-            .load())
+def _rate(spark, rows_per_batch: int, start_ms: int = DEMO_START_MS, name: str = "events"):
+    """The demo's source; named ``name`` where the session turns on source evolution (Spark then
+    requires every source to be named, and logs offsets in format 2)."""
+    reader = (spark.readStream.format("rate-micro-batch")
+              .option("rowsPerBatch", rows_per_batch)
+              .option("numPartitions", 1)
+              .option("startTimestamp", start_ms)
+              .option("advanceMillisPerBatch", 1000))
+    if str(spark.conf.get(SOURCE_EVOLUTION_CONF, "false")).lower() == "true":
+        reader = reader.name(name)
+    return reader.load()
 
 
 def _events(spark, rows_per_batch: int, users: int = 5):
@@ -149,7 +157,7 @@ def orders_and_payments(spark, rows_per_batch: int):
     """
     from pyspark.sql import functions as F
     v = F.col("value")
-    orders = _rate(spark, rows_per_batch).where(v % 10 != 3).select(
+    orders = _rate(spark, rows_per_batch, name="orders").where(v % 10 != 3).select(
         F.concat(F.lit("ord-"), v.cast("string")).alias("order_id"),
         F.concat(F.lit("cust-"), (v % 5).cast("string")).alias("customer_id"),
         ((v * 37) % 1000 / 10.0).alias("amount"),
@@ -160,7 +168,7 @@ def orders_and_payments(spark, rows_per_batch: int):
     target = (F.when(case == 1, v + JOIN_PAYMENT_EARLY_BATCHES * rows_per_batch)
               .when(case == 4, v + 1).otherwise(v))
     customer = F.when(case == 6, (target + 1) % 5).otherwise(target % 5)
-    payments = _rate(spark, rows_per_batch).select(
+    payments = _rate(spark, rows_per_batch, name="payments").select(
         F.concat(F.lit("pay-"), v.cast("string")).alias("payment_id"),
         F.when(case == 0, F.concat(F.lit("missing-"), v.cast("string")))
          .otherwise(F.concat(F.lit("ord-"), target.cast("string"))).alias("order_id"),
@@ -473,4 +481,4 @@ def build_demo_checkpoint(spark, workload: str = "two_operators", checkpoint_pat
     progress = run_demo_batches(spark, workload, path, batches, provider, rows_per_batch,
                                 partitions, {**local_write_conf(spark, path), **(extra_conf or {})})
     return DemoRun(path, workload, demo_provider(workload, provider), batches, rows_per_batch,
-                   partitions, progress)
+                   partitions, progress, dict(extra_conf or {}))

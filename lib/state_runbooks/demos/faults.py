@@ -179,4 +179,4 @@ def restart_demo(spark, demo, checkpoint_path: str, batches: int) -> list[dict]:
     """Restart the demo's query on a checkpoint for ``batches`` more micro-batches."""
     from .checkpoints import run_demo_batches
     return run_demo_batches(spark, demo.workload, checkpoint_path, batches, demo.provider,
-                            demo.rows_per_batch, demo.partitions)
+                            demo.rows_per_batch, demo.partitions, demo.extra_conf)

@@ -10,11 +10,11 @@ the new provider) before the call, and the new batch's commit after it.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import uuid
 
 from state_runbooks.common.spark_settings import PROVIDER_CONF
+from state_runbooks.core import offset_log
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs, remove_tree
 
@@ -26,14 +26,13 @@ _CARRIED = re.compile(r"^(\.?metadata(\.crc)?|sources/.*|state/\d+/_metadata/.*"
 
 def offsets_entry(ckpt: Checkpoint, batch_id: int, provider_class: str | None) -> bytes:
     """``offsets/<batch_id>`` as it is, with ``provider_class`` pinned (None: unchanged): the
-    new batch reads no input (the same source offsets) and pins what the rewrite wrote with."""
-    text = ckpt.fs.read_bytes(f"offsets/{batch_id}").decode("utf-8")
-    lines = text.split("\n")
-    meta = json.loads(lines[1])
-    if provider_class:
-        meta.setdefault("conf", {})[PROVIDER_CONF] = provider_class
-    lines[1] = json.dumps(meta, separators=(",", ":"))
-    return "\n".join(lines).encode("utf-8")
+    new batch reads no input (the same source offsets) and pins what the rewrite wrote with. Its
+    format (1, or 2 with named sources) and every other pinned setting stay as Spark wrote them."""
+    def pin(metadata: dict) -> dict:
+        if provider_class:
+            metadata["conf"] = {**metadata.get("conf", {}), PROVIDER_CONF: provider_class}
+        return metadata
+    return offset_log.with_metadata(ckpt.fs.read_bytes(f"offsets/{batch_id}"), pin)
 
 
 def carried_files(inventory: dict, batch_id: int) -> list[str]:

@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from state_runbooks.core import offset_log
 from state_runbooks.core.fs import open_fs
 from state_runbooks.session.spark_session import is_connect
 
@@ -66,10 +67,6 @@ def kind_of_offset(offset, logged: str | None) -> str:
     return "unknown"
 
 
-def _log_folder(label_or_index) -> str:
-    return f"sources/{label_or_index}"
-
-
 def _first_log_text(fs, folder: str) -> str | None:
     if not fs.is_dir(folder):
         return None
@@ -109,7 +106,7 @@ def checkpoint_sources(ckpt, batch_id: int) -> list[Source]:
     out = []
     for i, offset in enumerate(entry.sources):
         name = entry.source_names[i] if entry.source_names else None
-        folder = _log_folder(name if name is not None else i)
+        folder = offset_log.source_log_folder(offset_log.SourceOffset(name, None), i)
         logged = _first_log_text(ckpt.fs, folder)
         kind = kind_of_offset(offset, logged)
         label = name or f"source {i}"

@@ -36,8 +36,10 @@ import math
 import re
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.core import offset_log
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.fs.base import is_checksum_file, sidecar_of
+from state_runbooks.core.log_files import json_problem
 from state_runbooks.core.state_files import is_schema_file
 
 _VERSION_LINE = re.compile(r"^v\d+$")
@@ -107,51 +109,29 @@ def _matches_sidecar(data: bytes, sidecar: bytes) -> bool:
 def _parse_problem(kind: str, data: bytes) -> tuple[str, str] | None:
     if kind == "state_schema":
         return _schema_problem(data)
+    if kind == "offsets":  # every format Spark writes, read as Spark reads it
+        return offset_log.problem(data)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return "garbage", "garbage: not text (not UTF-8)"
     lines = text.split("\n")
     if kind == "metadata":
-        return _json_problem(text, "the JSON holding the query id", require="id")
+        return json_problem(text, "the JSON holding the query id", require="id")
     if not _VERSION_LINE.match(lines[0]):
         if "v1".startswith(lines[0]) and len(lines) == 1:
             return "truncated", "cut short: it ends in its version line"
         return "garbage", f"garbage: the first line is not a version line (v1): {lines[0][:30]!r}"
     body = [line for line in lines[1:]]
-    if kind in ("offsets", "commits", "operator_metadata"):
+    if kind in ("commits", "operator_metadata"):
         if len(body) == 0 or not body[0]:
             return "truncated", "cut short: it ends after its version line"
-        found = _json_problem(body[0], "line 2")
-        if found or kind != "offsets":
-            return found
-        for n, line in enumerate(body[1:], start=3):  # one line per source: JSON or "-"
-            if line and line != "-":
-                found = _json_problem(line, f"line {n}", scalars=True)
-                if found:
-                    return found
-        return None
+        return json_problem(body[0], "line 2")
     for n, line in enumerate(body, start=2):  # sources/: one JSON value per line
         if line:
-            found = _json_problem(line, f"line {n}", scalars=True)
+            found = json_problem(line, f"line {n}", scalars=True)
             if found:
                 return found
-    return None
-
-
-def _json_problem(text: str, where: str, require: str = "", scalars: bool = False
-                  ) -> tuple[str, str] | None:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        cut = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated")
-        if cut and text.lstrip()[:1] in "{[\"" and text.isprintable():
-            return "truncated", f"cut short: {where} ends mid-JSON ({exc.msg})"
-        return "garbage", f"garbage: {where} is not JSON ({exc.msg} at character {exc.pos})"
-    if not scalars and not isinstance(value, dict):
-        return "garbage", f"garbage: {where} is not a JSON object"
-    if require and require not in value:
-        return "garbage", f"garbage: {where} has no {require!r}"
     return None
 
 
@@ -233,7 +213,11 @@ def log_findings(spark, raw, root: str, inventory: dict, offsets: list[int], com
         batch = int(rel.split("/")[1]) if kind in ("offsets", "commits") else None
         finding = {"path": rel, "kind": kind, "damage": damage, "batch": batch, "critical": True,
                    "moves": [], "target": None}
-        if kind == "metadata":
+        if damage == "unknown":  # written by a newer Spark, not damaged: nothing to move
+            finding["critical"] = False
+            spark = ("this Spark may refuse it on restart (a newer Spark wrote it); nothing is "
+                     "planned: read it with the Spark that wrote it")
+        elif kind == "metadata":
             qid, where = query_id_hint(data, _backups_of_metadata(spark, root))
             keep = (f'write {{"id":"{qid}"}} into metadata (the id from {where})' if qid else
                     f"restore metadata with the query's id: {where}")
@@ -320,20 +304,21 @@ def newest_source_entries(raw, offsets: list[int]) -> dict[str, int]:
         return {}
     newest, before = (_log_offsets(raw, b) for b in (offsets[-1], offsets[-2] if len(offsets) > 1
                                                      else None))
-    return {f"sources/{i}/{n}": offsets[-1] for i, n in newest.items()
-            if before.get(i, -1) < n}
+    return {f"{folder}/{n}": offsets[-1] for folder, n in newest.items()
+            if before.get(folder, -1) < n}
 
 
-def _log_offsets(raw, batch: int | None) -> dict[int, int]:
-    """Source index -> logOffset in ``offsets/<batch>`` (file sources only; {} when unreadable)."""
+def _log_offsets(raw, batch: int | None) -> dict[str, int]:
+    """A file source's log folder -> its logOffset in ``offsets/<batch>`` ({} when unreadable):
+    ``sources/<position>`` in offsets log format 1, ``sources/<name>`` in format 2."""
     if batch is None:
         return {}
     try:
-        lines = raw.read_bytes(f"offsets/{batch}").decode("utf-8").splitlines()[2:]
-        values = [json.loads(line) if line.strip() not in ("", "-") else None for line in lines]
+        entry = offset_log.parse(raw.read_bytes(f"offsets/{batch}"))
     except (OSError, ValueError, RunbookError):
         return {}
-    return {i: v["logOffset"] for i, v in enumerate(values)
+    values = {offset_log.source_log_folder(s, i): s.value for i, s in enumerate(entry.sources)}
+    return {folder: v["logOffset"] for folder, v in values.items()
             if isinstance(v, dict) and isinstance(v.get("logOffset"), int)}
 
 

@@ -36,6 +36,10 @@ def plan_rollback(ckpt: Checkpoint, diag: Diagnosis, target_batch_id: int = -1) 
     if diag.unconfirmed:  # the query writes, and no two listings agreed: nothing is known
         return Plan(None, [], "nothing planned: the query looks active and no damage was seen "
                               "twice; stop the query and diagnose again")
+    unknown = [p for p in diag.problems if p.damage == "unknown"]
+    if unknown:  # a log this runbook cannot read: no plan can be judged safe
+        return Plan(None, [], f"nothing planned: {unknown[0].path} is in a format these runbooks "
+                              "do not read (see its finding)")
     repair = log_repair(diag)
     if repair is not None:
         if target_batch_id not in (-1, repair.target_batch_id):

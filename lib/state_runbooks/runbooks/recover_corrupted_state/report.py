@@ -182,7 +182,8 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
     # After an undo the diagnosis describes the checkpoint as it was before: no finding of it.
     damaged_logs = [p for p in diag.problems if p.critical is not None and not undone]
     for p in damaged_logs:  # Spark fails on it at restart (critical), or runs on (warning)
-        summary.add_finding("critical" if p.critical else "warning", "log_file_damaged",
+        summary.add_finding("critical" if p.critical else "warning",
+                            "log_format_unknown" if p.damage == "unknown" else "log_file_damaged",
                             f"{p.path}: {p.problem}")
     if undone:
         summary.details["broken"] = None

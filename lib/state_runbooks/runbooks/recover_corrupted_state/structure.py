@@ -51,6 +51,7 @@ class Problem:
     critical: bool | None = None
     moves: tuple = ()
     target_batch_id: int | None = None
+    damage: str = ""  # log_damage's word for it; "unknown": a format these runbooks do not read
 
     def summary(self) -> dict:
         return {"path": self.path, "problem": self.problem, "error_class": self.error_class}
@@ -106,7 +107,8 @@ class Structure:
                   + log_findings(ckpt.spark, self.raw, ckpt.root, self.inventory, offsets, commits,
                                  ckpt.fs.has_checksum_layer)):
             self.problems[f["path"]] = Problem(f["path"], f["problem"], None, f["batch"],
-                                               f["critical"], tuple(f["moves"]), f["target"])
+                                               f["critical"], tuple(f["moves"]), f["target"],
+                                               f["damage"])
         if ckpt.fs.has_checksum_layer:  # log_damage compared these files with their sidecars
             self.sidecars_checked += sum(1 for rel in self.inventory if file_kind(rel)
                                          and sidecar_of(rel) in self.inventory)

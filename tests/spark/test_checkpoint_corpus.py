@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 import tiers
-from checkpoint_trees import age, clean_checkpoints, state_differences, tree_sha
+from checkpoint_trees import age, clean_checkpoints, reader_rows, state_differences, tree_sha
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.runtime import provider_classes
@@ -610,6 +610,67 @@ def test_05_repairs_a_damaged_shape_and_the_restart_equals_a_clean_run(spark, co
     undone = recovery.undo(restarted, outcome.journal_path, dry_run=False, force=True)
     assert undone.applied and undone.verified, undone.lines
     assert tree_sha(root) == damaged
+
+
+# -- a change keeps the checkpoint's form ---------------------------------------------------------
+def _form(root: Path) -> tuple:
+    """The offsets log's format of every entry, and the settings the newest one pins that give the
+    state its form (row checksums, encoding, named sources)."""
+    from state_runbooks.core import offset_log
+    entries = {int(p.name): offset_log.parse(p.read_bytes()) for p in (root / "offsets").iterdir()
+               if p.name.isdigit()}
+    conf = entries[max(entries)].metadata["conf"]
+    keys = (ROW_CHECKSUM_CONF, SOURCE_EVOLUTION_CONF, *AVRO)
+    return {e.version for e in entries.values()}, {k: conf.get(k) for k in keys}
+
+
+def _repartition(spark, ckpt: Checkpoint, backup: Path):
+    return rp.repartition(ckpt, PARTITIONS + 1, dry_run=False, backup_dir=str(backup))
+
+
+def _drop_a_key(spark, ckpt: Checkpoint, backup: Path):
+    key = read_unit(ckpt, state_units(ckpt)[0]).select("key").first().key
+    return rs.rewrite(ckpt, "", tk.key_where_for(key), dry_run=False, backup_dir=str(backup))
+
+
+# make test: the repartition of the shape with every option; make test-extended: the others.
+CHANGES = [tiers.case("join_every_new_option", _repartition, core=True, id="07-every-option"),
+           tiers.case("join_named", _repartition, core=False, id="07-named"),
+           tiers.case("dedup_row_checksums", _drop_a_key, core=False, id="09-row-checksums")]
+
+
+@pytest.mark.parametrize("name,change", CHANGES)
+def test_a_change_keeps_the_form_and_spark_restarts_on_it(spark, corpus, tmp_path, name, change):
+    """What 07 and 09 write into a checkpoint keeps its form (the offsets log's format, row
+    checksums): Spark restarts the query on the result and reads every row back (with row
+    checksums on, a restart verifies them as it loads the state), and the undo gives back the
+    checkpoint byte for byte."""
+    run = corpus(name).run
+    root, reference = tmp_path / "checkpoint", tmp_path / "never-changed"
+    shutil.copytree(run.checkpoint_path, root)
+    shutil.copytree(run.checkpoint_path, reference)
+    age(root)
+    before, form = tree_sha(root), _form(root)
+    ckpt = Checkpoint(spark, str(root))
+    done = change(spark, ckpt, tmp_path / "backup")
+    assert done.applied and done.verified, done.lines
+    assert _form(root) == form
+    faults.restart_demo(spark, run, str(root), 1)  # Spark loads the changed state and goes on
+    restarted = Checkpoint(spark, str(root))
+    assert restarted.last_committed_batch_id == run.batches + 1  # the change's batch, one more
+    assert _form(root) == form
+    faults.restart_demo(spark, run, str(reference), 1)  # the same input, never changed
+    with session_conf(spark, {k: v for k, v in run.extra_conf.items()
+                              if k == CHECKPOINT_FORMAT_CONF}):  # the reader's format 2 setting
+        ours, theirs = reader_rows(spark, str(root)), reader_rows(spark, str(reference))
+    if change is _repartition:  # every row kept, on other partitions
+        assert ours == theirs
+    else:  # the dropped key's rows gone, the rest kept
+        assert all(set(ours[u]) < set(theirs[u]) for u in theirs), (ours, theirs)
+    undone = (rp if change is _repartition else rs).undo(restarted, done.journal_path,
+                                                         dry_run=False, force=True)
+    assert undone.applied and undone.verified, undone.lines
+    assert tree_sha(root) == before
 
 
 # -- what this Spark does not write -----------------------------------------------------------------

@@ -420,6 +420,45 @@ def test_08_says_the_unchanged_job_restarts(spark, corpus, name, tmp_path):
     _unchanged(spark, built)
 
 
+RENAMED_JOB = """
+from state_runbooks.common.spark_settings import SOURCE_EVOLUTION_CONF
+from state_runbooks.demos.checkpoints import _events, _window_agg
+
+def renamed(spark):
+    spark.conf.set(SOURCE_EVOLUTION_CONF, "true")
+    return _window_agg(_events(spark, ROWS, name="clicks")).writeStream.outputMode("append")
+"""
+
+
+def test_08_a_renamed_source_under_source_evolution_restarts_from_its_own_start(spark, corpus,
+                                                                                tmp_path):
+    """Spark's supported way to swap a source: under source evolution a source of a new name
+    starts from its starting offsets and the old name's position is dropped. 08 says so, and the
+    rehearsal and a real restart on a copy show it."""
+    built = corpus("window_agg_named")
+    ckpt = built.checkpoint(spark)
+    job_file = tmp_path / "renamed_job.py"
+    job_file.write_text(f"ROWS = {ROWS_PER_BATCH}\n" + RENAMED_JOB)
+    job = qc.load_job(spark, str(job_file), "renamed")
+    check = qc.check_query_change(spark, ckpt, job, scratch_dir=str(tmp_path / "scratch"))
+    lines = qc.side_by_side_lines(check) + qc.rehearsal_lines(check)
+    assert check.rehearsed and (check.restart, check.status) == ("restarts", "warning"), lines
+    sources = {r.aspect: r for r in check.comparison.rows if r.aspect.startswith("source")}
+    text = " ".join(f"{aspect} {r.old} {r.new} {r.rule}" for aspect, r in sources.items())
+    assert {r.verdict for r in sources.values()} == {"changes"}, lines
+    assert "events" in text and "clicks" in text and "starting offsets" in text, lines
+    _unchanged(spark, built)
+    # For real, on a copy: the next entry holds the new name alone, from the source's start.
+    copy = tmp_path / "restarted"
+    shutil.copytree(built.run.checkpoint_path, copy)
+    (job.df.writeStream.format("noop").option("checkpointLocation", str(copy))
+     .trigger(availableNow=True).start().awaitTermination())
+    restarted = Checkpoint(spark, str(copy))
+    newest = restarted.offsets(restarted.offset_batch_ids[-1])
+    assert newest.source_names == ("clicks",)
+    assert newest.sources[0]["offset"] == ROWS_PER_BATCH  # its first batch: rows 0..9
+
+
 @pytest.mark.parametrize("name", SHAPES)
 def test_10_dry_run_of_the_unchanged_job_migrates_nothing(spark, corpus, name, tmp_path):
     built = corpus(name)

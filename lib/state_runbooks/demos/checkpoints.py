@@ -116,11 +116,11 @@ def _rate(spark, rows_per_batch: int, start_ms: int = DEMO_START_MS, name: str =
     return reader.load()
 
 
-def _events(spark, rows_per_batch: int, users: int = 5):
+def _events(spark, rows_per_batch: int, users: int = 5, name: str = "events"):
     """Events where every event_id arrives twice in its batch (something to deduplicate), from
-    ``users`` users."""
+    ``users`` users; the source is named ``name`` where sources are named."""
     from pyspark.sql import functions as F
-    return _rate(spark, rows_per_batch).select(
+    return _rate(spark, rows_per_batch, name=name).select(
         F.concat(F.lit("evt-"), (F.col("value") / 2).cast("long").cast("string")).alias("event_id"),
         F.concat(F.lit("user-"), (F.col("value") % users).cast("string")).alias("user_id"),
         (F.col("value") % 100).cast("double").alias("amount"),

@@ -112,6 +112,61 @@ def test_a_condition_that_leaves_the_key_open_reads_every_partitions_change_feed
     assert any(len(keys) > 1 for keys in mine.by_batch.values())  # several windows at a batch
 
 
+def _spellings(key) -> dict[str, str]:
+    """One windowed-count key (window, user_id) as a user may write it, each fixing the whole key."""
+    import datetime as dt
+
+    def ms(value) -> int:
+        return int(value.astimezone(dt.timezone.utc).timestamp() * 1000)
+
+    def iso(value) -> str:
+        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    start, end, user = key.window.start, key.window.end, key.user_id
+    return {
+        "function calls": f"key.user_id = '{user}' AND key.window.start = timestamp_millis"
+                          f"({ms(start)}) AND key.window.end = timestamp_millis({ms(end)})",
+        "casts and nested brackets": f"((key.window.start = CAST('{iso(start)} UTC' AS TIMESTAMP)"
+                                     f") AND (key.window.end = CAST('{iso(end)} UTC' AS "
+                                     f"TIMESTAMP))) AND (key.user_id = '{user}')",
+        "quotes holding AND, ) and =": f"key.user_id = '{user}' AND key.user_id <> 'x) AND "
+                                       f"key.window.start = (1' AND key.window.start = "
+                                       f"TIMESTAMP '{iso(start)} UTC' AND key.window.end = "
+                                       f"TIMESTAMP '{iso(end)} UTC'",
+        "backquotes, IN of one value, mixed case": f"`key`.`window`.`start` = TIMESTAMP "
+                                                   f"'{iso(start)} UTC' aNd key.`window`.end in "
+                                                   f"(timestamp '{iso(end)} UTC') And "
+                                                   f"key.user_id In ('{user}')",
+        "a function of literals": f"key.user_id = concat('user-', '{user.split('-', 1)[1]}') "
+                                  f"AND key.window.start = timestamp_millis({ms(start)}) AND "
+                                  f"key.window.end = timestamp_millis({ms(end)} + 0)",
+    }
+
+
+def test_every_spelling_of_a_key_traces_it_as_the_reader_shows_and_reads_one_partition(
+        spark, demo_factory):
+    ckpt = Checkpoint(spark, demo_factory("window_agg", "rocksdb", 3, 10, 2).checkpoint_path)
+    unit = state_units(ckpt)[0]
+    key = read_unit(ckpt, unit).select("key").first().key
+    first, last = ckpt.retained_batch_range(unit.operator_id)
+    for spelling, key_where in _spellings(key).items():
+        trace = tk.trace_key(ckpt, key_where)
+        mine = trace.traces[0]
+        seen = keys_by_batch(ckpt, unit, key_where, first, last)
+        assert {b: bool(rows) for b, rows in mine.by_batch.items()} == seen, spelling
+        assert seen[last] and trace.status.status == "present", spelling
+        assert mine.placement.partition_id is not None and mine.partitions_read == 1, spelling
+
+
+def test_a_condition_spark_cannot_parse_is_one_line_with_spark_s_reason(spark, demo_factory):
+    from messages import one_line
+
+    from state_runbooks.common.errors import RunbookError
+    ckpt = Checkpoint(spark, demo_factory("window_agg", "rocksdb", 3, 10, 2).checkpoint_path)
+    with pytest.raises(RunbookError) as excinfo:
+        tk.trace_key(ckpt, "key.user_id = timestamp_millis(1767225604000")
+    assert "PARSE_SYNTAX_ERROR" in one_line(excinfo)
+
+
 def test_a_condition_that_resolves_on_no_store_gets_one_line(spark, demo_factory):
     from messages import one_line
 

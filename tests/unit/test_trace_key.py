@@ -1,5 +1,7 @@
 """Runbook 11's reading of key_where, without Spark: the key columns a condition fixes with
-``=`` in a conjunction, and only those; and whether they fix a partitioning key."""
+``=`` (or an IN of one value) in a conjunction, and only those, whatever the SQL around them
+(function calls, casts, brackets, quotes holding AND, ')' and '=', backquotes, mixed case); and
+whether they fix a partitioning key. tests/spark/test_trace_key.py traces each on real state."""
 from __future__ import annotations
 
 import pytest
@@ -18,7 +20,7 @@ KEY = T.StructType([T.StructField("window", WINDOW), T.StructField("user_id", T.
     ("key.user = 'u3'", {"key.user": "'u3'"}),
     ("'u3' = key.user", {"key.user": "'u3'"}),
     ("key.window.start = TIMESTAMP '2026-01-01 00:00:10 UTC' AND key.k = 2",
-     {"key.window.start": "TIMESTAMP '2026-01-01 00:00:10 UTC'", "key.k": "2"}),
+     {"key.window.start": "CAST('2026-01-01 00:00:10 UTC' AS TIMESTAMP)", "key.k": "2"}),
     ("key.name = 'a AND b' and key.k=2", {"key.name": "'a AND b'", "key.k": "2"}),
     ("key.`odd name` = 1", {"key.odd name": "1"}),
     ("key.a = 1 OR key.b = 2", {}),  # an OR fixes nothing
@@ -27,6 +29,17 @@ KEY = T.StructType([T.StructField("window", WINDOW), T.StructField("user_id", T.
     ("key.user IN ('u3') AND key.k = 2", {"key.user": "'u3'", "key.k": "2"}),
     ("key.user in ( 'u3' )", {"key.user": "'u3'"}),
     ("key.user IN ('u3', 'u4')", {}),  # two values fix nothing
+    ("key.k = 0 AND key.window.start = timestamp_millis(1767225604000) AND key.window.end = "
+     "timestamp_millis(1767225606000)", {"key.k": "0",
+                                         "key.window.start": "TIMESTAMP_MILLIS(1767225604000)",
+                                         "key.window.end": "TIMESTAMP_MILLIS(1767225606000)"}),
+    ("(key.k = CAST('3' AS INT)) and (key.s = 'x) AND key.t = (1')",
+     {"key.k": "CAST('3' AS INT)", "key.s": "'x) AND key.t = (1'"}),
+    ("key.a = 1 AnD (key.b = 2 AND key.c = upper('x'))",
+     {"key.a": "1", "key.b": "2", "key.c": "UPPER('x')"}),
+    ("KEY.`user id` = concat('a', 'b')", {"key.user id": "CONCAT('a', 'b')"}),
+    ("key.a NOT IN (1)", {}),
+    ("key.a = ", {}),  # not SQL: Spark's analysis says why
 ])
 def test_the_columns_a_condition_fixes(key_where, fixed):
     assert fixed_columns(key_where) == fixed

@@ -3,7 +3,7 @@ what each batch did to it, and why it is (or is not) there.
 
 One module per concern:
 
-- :mod:`.condition`: what ``key_where`` fixes, read from its text;
+- :mod:`.condition`: what ``key_where`` fixes, from a parse of it as Spark SQL;
 - :mod:`.locate`: the key's partition by Spark's rule, and reads of that partition alone;
 - :mod:`.history`: the rows matched at every batch of the range (the change feed replayed, or
   each batch read), and what each batch did;

@@ -1,22 +1,19 @@
-"""What ``key_where`` fixes: the key columns it sets with ``=`` in a conjunction, read from the
-text alone (no Spark), conservatively: anything else (``OR``, a range, a function of a column)
-fixes nothing, and the trace then reads every partition.
+"""What ``key_where`` fixes: the key columns a conjunction sets with ``=`` (or an ``IN`` of one
+value) to an expression of no column, from a parse of the condition as Spark SQL (sqlglot's Spark
+dialect: quotes, backquotes, brackets, function calls and casts as Spark reads them). Anything else
+(``OR``, a range, a column against a column) fixes nothing, and the trace then reads every
+partition. Spark itself evaluates each value (:mod:`.locate`), checks that the key they make
+satisfies the whole condition, and says why a condition it cannot analyse is wrong.
 
     key.user = 'u3'
     key.user IN ('u3')
-    key.window.start = TIMESTAMP '2026-01-01 00:00:10' AND key.k = 2
+    key.window.start = timestamp_millis(1767225604000) AND key.k = 2
 """
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 from state_runbooks.common.errors import RunbookError
-
-_PATH = r"key(?:\.(?:[A-Za-z_]\w*|`[^`]+`))+"
-_EQUALITY = re.compile(rf"^\s*(?:({_PATH})\s*=\s*(.+?)|(.+?)\s*=\s*({_PATH}))\s*$", re.S)
-_IN_ONE = re.compile(rf"^\s*({_PATH})\s+in\s*\(\s*([^,()]+?)\s*\)\s*$", re.I | re.S)
-_AND = re.compile(r"\s+and\s+", re.I)
 
 
 def check_key_where(key_where: str) -> str:
@@ -27,53 +24,50 @@ def check_key_where(key_where: str) -> str:
     return text
 
 
-def _conjuncts(text: str) -> list[str] | None:
-    """``text`` split on its top-level ``AND``s; None when it holds an ``OR`` or brackets a
-    part (then it is not a plain conjunction)."""
-    outside, quoted, depth, parts, start = [], None, 0, [], 0
-    for i, ch in enumerate(text):
-        if quoted:
-            quoted = None if ch == quoted else quoted
-        elif ch in "'\"`":
-            quoted = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        # Quoted and bracketed text masked (not with blanks: an AND must stand between words).
-        outside.append(ch if not quoted and depth == 0 and ch not in "'\"`()" else "_")
-    flat = "".join(outside)
-    if re.search(r"\bor\b", flat, re.I):
+def _key_path(node) -> str | None:
+    """``key.window.start`` for a column of the key, else None."""
+    from sqlglot import exp
+    if not isinstance(node, (exp.Column, exp.Dot)):
         return None
-    for m in _AND.finditer(flat):
-        parts.append(text[start:m.start()])
-        start = m.end()
-    parts.append(text[start:])
-    return parts
+    parts = [p.name for p in node.parts]
+    if len(parts) < 2 or parts[0].lower() != "key":
+        return None
+    return ".".join(["key", *parts[1:]])
 
 
-def _path(raw: str) -> str:
-    return ".".join(p.strip("`") for p in raw.split("."))
+def _fixed_by(part) -> tuple[str, str] | None:
+    """(path, value as Spark SQL) where one conjunct sets a key column to a column-free value."""
+    from sqlglot import exp
+    if isinstance(part, exp.EQ):
+        pairs = [(part.left, part.right), (part.right, part.left)]
+    elif isinstance(part, exp.In) and len(part.expressions) == 1 and not part.args.get("query"):
+        pairs = [(part.this, part.expressions[0])]
+    else:
+        return None
+    for column, value in pairs:
+        path = _key_path(column)
+        if path and value.find(exp.Column) is None:
+            return path, value.sql(dialect="spark")
+    return None
 
 
 def fixed_columns(key_where: str) -> dict[str, str]:
     """Key column path (``key.window.start``) -> the SQL expression ``key_where`` sets it to."""
-    parts = _conjuncts(check_key_where(key_where))
-    fixed = {}
-    for part in parts or []:
-        one = _IN_ONE.match(part)  # IN with one value: an equality papermill's parser can show
-        if one and "key." not in one.group(2):
-            fixed[_path(one.group(1))] = one.group(2).strip()
-            continue
-        m = _EQUALITY.match(part.strip().strip("()") if part.count("(") == part.count(")")
-                            else part)
-        if not m:
-            continue
-        path, value = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
-        if "key." in value:  # a column compared with a column fixes nothing
-            continue
-        fixed[_path(path)] = value.strip()
-    return fixed
+    import sqlglot
+    from sqlglot import exp
+    try:
+        tree = sqlglot.parse_one(check_key_where(key_where), read="spark")
+    except sqlglot.errors.SqlglotError:  # Spark's analysis of it says what is wrong
+        return {}
+
+    def conjuncts(node):
+        node = node.unnest()  # brackets around a part
+        if isinstance(node, exp.And):
+            yield from conjuncts(node.left)
+            yield from conjuncts(node.right)
+        else:
+            yield node
+    return dict(found for part in conjuncts(tree) if (found := _fixed_by(part)))
 
 
 def leaf_paths(dtype, prefix: str = "key") -> list[str]:

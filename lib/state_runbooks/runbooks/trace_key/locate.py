@@ -15,7 +15,7 @@ from state_runbooks.core.state_files import INCREMENTAL_KINDS, SNAPSHOT_KINDS
 from state_runbooks.core.state_placement import key_width_cut, partition_of
 from state_runbooks.core.state_reader import load_unit
 
-from .condition import fixes
+from .condition import fixes, leaf_paths
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,13 @@ def _literal_struct(dtype, fixed: dict, prefix: str):
     return F.struct(*fields)
 
 
-def place(ckpt: Checkpoint, unit: StateUnit, key_type, fixed: dict) -> Placement:
+def place(ckpt: Checkpoint, unit: StateUnit, key_type, fixed: dict,
+          key_where: str = "") -> Placement:
     """The key's partition by Spark's rule: the hash of the partitioning key's values, modulo the
-    partition count (computed by Spark on a one-row frame of those values)."""
+    partition count (computed by Spark on a one-row frame of those values). Where the values fix
+    the whole key, Spark also evaluates ``key_where`` on it: a key that does not satisfy it means
+    the values were not read as Spark reads the condition, and every partition is read."""
+    from pyspark.sql import functions as F
     from pyspark.sql import types as T
     cut = key_width_cut(ckpt, unit)
     partitioning = T.StructType(key_type.fields[:len(key_type.fields) - cut])
@@ -49,8 +53,19 @@ def place(ckpt: Checkpoint, unit: StateUnit, key_type, fixed: dict) -> Placement
         return Placement(None, n, "key_where does not fix every column of the partitioning key ("
                          + ", ".join(f.name for f in partitioning.fields) + "): every partition "
                          "is read")
-    one = ckpt.spark.range(1).select(_literal_struct(partitioning, fixed, "key").alias("key"))
-    partition = int(one.select(partition_of(one, 0, n)).first()[0])
+    whole = all(path in fixed for path in leaf_paths(key_type))
+    one = ckpt.spark.range(1).select(_literal_struct(key_type if whole else partitioning, fixed,
+                                                     "key").alias("key"))
+    partition_column = partition_of(one, cut if whole else 0, n).alias("p")
+    try:  # a condition over more than the key (value, partition_id) is not Spark's to judge here
+        row = one.select(partition_column, F.expr(key_where if whole and key_where else "true")
+                         .alias("holds")).first()
+    except Exception:  # noqa: BLE001 - Spark's analysis of it on a key alone failed
+        row = {"p": one.select(partition_column).first()["p"], "holds": True}
+    if row["holds"] is not True:
+        return Placement(None, n, "the key the values of key_where make does not satisfy "
+                         "key_where in Spark: every partition is read")
+    partition = int(row["p"])
     return Placement(partition, n, f"Spark's rule puts it in partition {partition} of {n}: the "
                      "hash of its partitioning key modulo the partition count")
 

@@ -81,7 +81,7 @@ def trace_key(ckpt: Checkpoint, key_where: str, operator_id: int = -1, store_nam
         if why:
             out.skipped[unit.label] = f"key_where does not resolve on its columns: {why}"
             continue
-        placement = (place(ckpt, unit, df.schema["key"].dataType, fixed)
+        placement = (place(ckpt, unit, df.schema["key"].dataType, fixed, key_where)
                      if "key" in df.columns else Placement(None, unit.num_partitions, "no key"))
         trace = _trace_retained(ckpt, unit, key_where, placement, (first, last),
                                 (from_batch, to_batch))

@@ -29,10 +29,11 @@ def format_utc(ms: int | None, zone: bool = True) -> str | None:
     return text + " UTC" if zone else text
 
 
-def source_offsets_lines(sources: list) -> list[str]:
-    """A batch's source offsets, one line per source (with a hint where Kafka can start there)."""
+def source_offsets_lines(sources: dict) -> list[str]:
+    """A batch's source offsets (by source name, or position), one line per source (with a hint
+    where Kafka can start there)."""
     lines = []
-    for i, offset in enumerate(sources):
+    for i, offset in sources.items():
         text = json.dumps(offset, sort_keys=True) if not isinstance(offset, str) else offset
         kafka = (isinstance(offset, dict) and offset
                  and all(isinstance(v, dict) for v in offset.values()))

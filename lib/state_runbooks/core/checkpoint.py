@@ -64,6 +64,12 @@ class OffsetEntry:
     source_names: tuple | None = None
     format_version: int = 1  # the offsets log's format (core/offset_log.py)
 
+    @property
+    def by_source(self) -> dict:
+        """Each source's offset by its name (format 2) or its position (format 1, as "0", ...)."""
+        labels = self.source_names or tuple(str(i) for i in range(len(self.sources)))
+        return dict(zip(labels, self.sources))
+
 
 @dataclass(frozen=True)
 class StoreInfo:

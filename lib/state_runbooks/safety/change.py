@@ -299,7 +299,7 @@ def new_checkpoint_lines(ckpt: Checkpoint, label: str, with_what: str) -> list[s
     first = ckpt.offset_batch_ids[0]
     return ([f"{label} start the query on a new checkpoint {with_what}: no input is skipped if "
              f"it starts after the last committed batch {last} (offsets/{last}):"]
-            + source_offsets_lines(ckpt.offsets(last).sources)
+            + source_offsets_lines(ckpt.offsets(last).by_source)
             + ["    Its state starts empty. To rebuild it, start the new query from older offsets "
                f"(the oldest logged: offsets/{first}), replaying the source over the state's "
                "horizon (the watermark delay and window length, the deduplication's reach); the "

@@ -347,14 +347,14 @@ def sidecar_bytes(raw, inventory: dict, rel: str) -> bytes | None:
 
 
 def readable_offsets(ckpt, batches) -> dict:
-    """batch -> its sources' offsets, for the batches whose offsets entry reads (a damaged one is
+    """batch -> its sources' offsets by name or position, for the batches whose offsets entry reads (a damaged one is
     a finding of its own, not a reason to stop the diagnosis). The hook diagnose.py calls."""
     out = {}
     ids = set(ckpt.offset_batch_ids)
     for b in batches:
         if b in ids:
             try:
-                out[b] = ckpt.offsets(b).sources
+                out[b] = ckpt.offsets(b).by_source
             except RunbookError:
                 continue
     return out

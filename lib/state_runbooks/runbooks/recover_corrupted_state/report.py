@@ -133,7 +133,7 @@ def options_lines(diag: Diagnosis) -> list[str]:
             else:
                 lines.append(f"(a) roll back to batch {g}: the query starts after these offsets "
                              f"(offsets/{g}):")
-            lines += source_offsets_lines(diag.offsets_after.get(g, []))
+            lines += source_offsets_lines(diag.offsets_after.get(g, {}))
             if diag.no_input_batches:
                 lines.append(f"    {_batches(diag.no_input_batches).capitalize()} read no new "
                              "input (they advanced the watermark or ran timeouts): Spark does "
@@ -145,7 +145,7 @@ def options_lines(diag: Diagnosis) -> list[str]:
     if broken_state:
         lines.append(f"(b) start a new checkpoint: no input is skipped if the new query starts "
                      f"after the last committed batch {c} (offsets/{c}):")
-        lines += source_offsets_lines(diag.offsets_after.get(c, []))
+        lines += source_offsets_lines(diag.offsets_after.get(c, {}))
         lines.append("    The new query's state starts empty: aggregates, deduplication and "
                      "join buffers forget everything before it.")
     return lines

@@ -60,11 +60,24 @@ def read_records(notebook) -> dict:
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class Finding:
-    severity: str  # info, warning, critical
+    """What one check found: the one shape every runbook's checks yield, and the summary lists."""
     code: str  # short, stable, for alert routing: e.g. "partition_skew"
-    message: str
+    severity: str  # info, warning, critical
+    message: str  # one sentence with the evidence
+    details: dict = field(default_factory=dict)  # figures behind it, for a scheduler (JSON-ready)
+
+    def __post_init__(self):
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"severity {self.severity!r} is not one of {SEVERITIES}")
+
+    def line(self) -> str:
+        return f"[{self.severity}] {self.code}: {self.message}"
+
+    def to_dict(self) -> dict:
+        out = {"severity": self.severity, "code": self.code, "message": self.message}
+        return {**out, "details": self.details} if self.details else out
 
 
 @dataclass
@@ -88,10 +101,12 @@ class Summary:
         its verdict: status ``error``."""
         self.error = {"type": error_type, "message": message, "step": step}
 
-    def add_finding(self, severity: str, code: str, message: str) -> None:
-        if severity not in SEVERITIES:
-            raise ValueError(f"severity {severity!r} is not one of {SEVERITIES}")
-        self.findings.append(Finding(severity, code, message))
+    def add_finding(self, severity: str, code: str, message: str, details: dict | None = None
+                    ) -> None:
+        self.add(Finding(code, severity, message, details or {}))
+
+    def add(self, finding: Finding) -> None:
+        self.findings.append(finding)
 
     @property
     def status(self) -> str:
@@ -108,7 +123,7 @@ class Summary:
                           "checkpoint_path": self.checkpoint_path,
                           "spark_version": self.spark_version,
                           "runbook_version": self.runbook_version,
-                          "findings": [f.__dict__ for f in self.findings], **error, **failed,
+                          "findings": [f.to_dict() for f in self.findings], **error, **failed,
                           **self.details})
 
 

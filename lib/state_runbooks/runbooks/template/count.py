@@ -3,17 +3,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.store_scan import StoreReport, inspect_stores
 
 
 @dataclass
 class RowCounts:
-    """The result the notebook's steps produce, in one object: what ``report`` reads."""
+    """The result the notebook's steps produce, in one object: what ``report.summarize`` reads."""
 
     reports: list[StoreReport]  # one per store, as Spark's statestore reader read it
-    refusal: str  # the one-line error a wrong operator id gets (shown, not raised)
 
     @property
     def total(self) -> int:
@@ -21,13 +19,5 @@ class RowCounts:
 
 
 def count_rows(ckpt: Checkpoint, operator_id: int = -1) -> RowCounts:
-    """Rows per store at the last committed batch (one operator's, or every operator's), and the
-    answer to a wrong operator id, to show how a runbook answers bad input."""
-    reports = inspect_stores(ckpt, operator_id=operator_id)
-    wrong = max((r.operator_id for r in reports), default=0) + 99
-    try:
-        inspect_stores(ckpt, operator_id=wrong)
-        refusal = ""
-    except RunbookError as error:
-        refusal = f"RunbookError: {error}"
-    return RowCounts(reports, refusal)
+    """Rows per store at the last committed batch: one operator's, or every operator's."""
+    return RowCounts(inspect_stores(ckpt, operator_id=operator_id))

@@ -66,7 +66,7 @@ book: setup-jvm
 wheel: setup
 	$(BIN)/python -m pip wheel --quiet --no-deps -w dist .
 
-# Every behaviour once, every tier: about 10 minutes on an idle 2-core machine from a fresh clone.
+# Every behaviour once, every tier (tests/tiers.py); its aim is 20 minutes on two cores.
 test: setup-jvm
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

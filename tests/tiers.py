@@ -2,7 +2,7 @@
 
 ``make test`` runs every behaviour at least once: each runbook on classic Spark and over Spark
 Connect, 03 on a standalone cluster, every notebook under nbval, each kind of damage, each provider
-and checkpoint format; its aim is 20 minutes on two cores (the README gives the time measured).
+and checkpoint format; its aim is 20 minutes on two cores (CI prints the time measured).
 ``make test-extended`` (CI runs both) runs the rest of each matrix: the same checks on more shapes,
 providers, faults and damages. A matrix names its core cases where it is written, so that a reader
 sees which cases run every time and why.

@@ -1,6 +1,7 @@
 """Demo checkpoints: exactly N batches, deterministic, continuable, with clear errors."""
 from __future__ import annotations
 
+import pathlib
 import re
 import shutil
 
@@ -126,3 +127,23 @@ def test_a_restart_reads_a_damaged_file_as_spark_s_default_does(spark, demo_fact
         said[manager] = spark_error_text(failed.value)
     assert "EOFException" in said["default"] and "ChecksumException" not in said["default"]
     assert "ChecksumException" in said["FileSystem"]
+
+
+@tiers.EXTENDED
+def test_a_demo_batch_whose_python_worker_connects_back_too_late_runs_once_more(tmp_path):
+    """Real Spark in its own process, whose first Python worker sleeps past Spark's fixed 10 s
+    wait: the batch fails as on a busy machine, runs once more on the checkpoint as it was, and the
+    demo keeps its batch numbering; the log says so."""
+    import json
+    import os
+    import subprocess
+    import sys
+    jobs = pathlib.Path(__file__).resolve().parents[1] / "jobs"
+    env = {**os.environ, "SLOW_WORKER_FLAG": str(tmp_path / "slept"),
+           "PYTHONPATH": os.pathsep.join([str(jobs), *sys.path])}
+    run = subprocess.run([sys.executable, str(jobs / "demo_on_a_slow_worker.py"),
+                          str(tmp_path / "demo"), "pandas_with_state"],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.splitlines()[-1]) == {"offsets": [0, 1], "commits": [0, 1]}
+    assert "did not connect back in time (a busy machine); running the batch once more" in run.stderr

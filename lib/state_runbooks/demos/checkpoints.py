@@ -27,6 +27,7 @@ from state_runbooks.common.spark_settings import (
 from state_runbooks.session.spark_session import session_conf
 
 from .local_writes import local_write_conf
+from .transient import run_once_more_if_transient
 
 # 2023-11-14 22:13:20 UTC. Not epoch 0: with a watermark, rows whose event time is exactly
 # 1970-01-01 00:00:00 count as late in the first batch and never reach the state.
@@ -458,13 +459,19 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
     progress = []
     with session_conf(spark, conf):
         df = demo_query(spark, workload, rows_per_batch)
-        for _ in range(batches):
-            with spark_errors(f"running demo query {workload} on {checkpoint_path}"):
+        what = f"running demo query {workload} on {checkpoint_path}"
+
+        def one_batch():
+            with spark_errors(what):
                 query = (df.writeStream.format("noop")
                          .outputMode(WORKLOAD_OUTPUT_MODE.get(workload, "append"))
                          .option("checkpointLocation", checkpoint_path)
                          .trigger(availableNow=True).start())
                 query.awaitTermination()
+            return query
+
+        for _ in range(batches):
+            query = run_once_more_if_transient(spark, checkpoint_path, what, one_batch)
             if query.lastProgress:
                 progress.append(query.lastProgress)
     return progress

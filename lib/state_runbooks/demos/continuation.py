@@ -13,6 +13,7 @@ from state_runbooks.common.spark_settings import (
 from state_runbooks.session.spark_session import session_conf
 
 from .checkpoints import provider_conf
+from .transient import run_once_more_if_transient
 
 
 @dataclass
@@ -35,9 +36,18 @@ def continue_query(spark, df, path: str, batches: int = 1, provider: str = "hdfs
             SHUFFLE_PARTITIONS_CONF: str(partitions), **provider_conf(provider)}
     with session_conf(spark, conf):
         for _ in range(batches):
-            with spark_errors(f"running the query on {path}"):
-                query = (df.writeStream.foreachBatch(collect).outputMode(mode)
-                         .option("checkpointLocation", path).trigger(availableNow=True).start())
-                query.awaitTermination()
+            before = len(rows)
+
+            def one_batch():
+                del rows[before:]  # what a failed start collected goes: its batch runs again
+                with spark_errors(f"running the query on {path}"):
+                    query = (df.writeStream.foreachBatch(collect).outputMode(mode)
+                             .option("checkpointLocation", path).trigger(availableNow=True)
+                             .start())
+                    query.awaitTermination()
+                return query
+
+            query = run_once_more_if_transient(spark, path, f"running the query on {path}",
+                                               one_batch)
             progress.append(query.lastProgress)
     return Continued(sorted(map(repr, rows)), progress)

@@ -1,12 +1,12 @@
 """Checkpoints written into files held in memory (``core/fs/memory.py``), shaped as Spark 4.x
 writes them (the logs, the operator metadata, a delta file per partition and version, the
-``.crc`` sidecars as plain files), so that the change procedure and the runbooks' file logic run
+``.crc`` sidecars, written as Hadoop writes them, as plain files), so that the change procedure and the runbooks' file logic run
 on them without Spark. The state files' bytes are stand-ins: nothing here reads their rows."""
 from __future__ import annotations
 
-import hashlib
 import json
 import time
+import zlib
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs.memory import MemoryFiles
@@ -39,9 +39,22 @@ def operator_metadata(partitions: int, name: str = "stateStoreSave") -> bytes:
     return f"v1\n{json.dumps(info)}".encode()
 
 
-def sidecar(data: bytes) -> bytes:
-    """A stand-in for Hadoop's ``.crc`` sidecar: 12 bytes that change with the file."""
-    return b"crc\x00" + hashlib.sha256(data).digest()[:8]
+def sidecar(data: bytes, per_sum: int = 512) -> bytes:
+    """Hadoop's ``.crc`` sidecar of a local file: a header, then a CRC32 per ``per_sum`` bytes."""
+    sums = b"".join(zlib.crc32(data[i:i + per_sum]).to_bytes(4, "big")
+                    for i in range(0, len(data), per_sum))
+    return b"crc\x00" + per_sum.to_bytes(4, "big") + sums
+
+
+def schema_file(key: dict, value: dict) -> bytes:
+    """A state schema file in format v2: Java's writeUTF of ``v2``, then the key's and the
+    value's schema as JSON, each a count of writeUTF chunks."""
+    def utf(text: bytes) -> bytes:
+        return len(text).to_bytes(2, "big") + text
+    out = utf(b"v2")
+    for schema in (key, value):
+        out += (1).to_bytes(4, "big") + utf(json.dumps(schema).encode())
+    return out
 
 
 def write_checkpoint(files: MemoryFiles, root: str = ROOT, batches: int = 4, partitions: int = 2,
@@ -59,7 +72,8 @@ def write_checkpoint(files: MemoryFiles, root: str = ROOT, batches: int = 4, par
     put("metadata", json.dumps({"id": QUERY_ID}).encode())
     put("state/0/_metadata/metadata", operator_metadata(partitions))
     for p in range(partitions):
-        put(f"state/0/{p}/_metadata/schema", b"v3\nstand-in schema")
+        put(f"state/0/{p}/_metadata/schema", schema_file({"type": "struct", "fields": []},
+                                                         {"type": "struct", "fields": []}))
     for batch in range(batches):
         put(f"offsets/{batch}", offsets_entry(batch, provider, partitions))
         for p in range(partitions):

@@ -38,6 +38,7 @@ from state_runbooks.common.spark_settings import (
 from . import offset_log
 from .fs import open_fs, state_reader_root
 from .fs.base import FileEntry, is_checksum_file
+from .fs.memory import MemoryFiles
 from .log_files import read_log as _read_log
 from .state_files import (  # noqa: F401 - part of this API
     DEFAULT_STORE,
@@ -324,7 +325,10 @@ class Checkpoint:
     @functools.cached_property
     def _state_metadata_rows(self) -> list:
         """Spark's ``state-metadata`` rows; none when Spark cannot read them (the error is kept in
-        ``state_metadata_error`` and the operators come from their files instead)."""
+        ``state_metadata_error`` and the operators come from their files instead), nor
+        without a session (files in memory)."""
+        if isinstance(self.spark, MemoryFiles):
+            return []
         try:
             with spark_errors(f"reading state-metadata of {self.root}"):
                 return self.spark.read.format("state-metadata").load(self.spark_root).collect()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs.memory import MemoryFiles
 
 QUIET_MINUTES = 5  # offsets or commits written more recently than this: the query looks active
 
@@ -83,7 +84,7 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
     if newest and now_ms - newest[1] < window_ms:
         reasons.append(f"{newest[0]} was written {(now_ms - newest[1]) / 1000:.0f} s ago (less "
                        f"than {why})")
-    for query in ckpt.spark.streams.active:
+    for query in _active_queries(ckpt.spark):
         try:
             location = str(query._jsq.streamingQuery().resolvedCheckpointRoot())
         except Exception:  # noqa: BLE001 - not every wrapper exposes it
@@ -92,6 +93,12 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
             reasons.append(f"query {query.name or query.id} is active in this Spark session on "
                            "this checkpoint")
     return Activity(reasons, seen)
+
+
+def _active_queries(spark) -> list:
+    """The streaming queries active in this session; none where the files are reached without
+    a session (files in memory)."""
+    return [] if isinstance(spark, MemoryFiles) else spark.streams.active
 
 
 def _query_id(ckpt: Checkpoint) -> str | None:

@@ -55,6 +55,8 @@ LOCAL_CONF = {
 
 def is_connect(spark) -> bool:
     """Whether ``spark`` is a Spark Connect session (no JVM on this side: no ``sparkContext``)."""
+    if "pyspark.sql.connect.session" not in sys.modules:  # no such session can exist yet: the
+        return False  # answer without importing the Connect client (seconds)
     try:
         from pyspark.sql.connect.session import SparkSession as ConnectSession
     except ImportError:  # the Connect client's packages are not installed: not a Connect session

@@ -109,3 +109,22 @@ class TreeOperations:
         self._delete_root()
         raw.refresh()
         return not raw.exists()
+
+
+class WithoutChecksumLayer:
+    """A file system whose reads check no ``.crc`` sidecars (Spark Connect's listing never shows
+    them; files in memory keep none): the raw view is the same view, and nothing is verified."""
+
+    has_checksum_layer = False
+
+    def raw(self):
+        """The same view: there is no checksum layer to step around."""
+        return self
+
+    def verify_checksum(self, rel: str) -> None:
+        """Nothing to verify: no checksum layer."""
+        return
+
+    def verify_checksums(self, rels: list[str]) -> dict[str, str]:
+        """Nothing to verify: no checksum layer."""
+        return {}

@@ -31,7 +31,7 @@ from state_runbooks.common.locations import refuse_own_folder
 from state_runbooks.common.spark_settings import PARALLEL_DISCOVERY_CONF
 from state_runbooks.session.spark_session import session_conf
 
-from .base import FileEntry, TreeOperations
+from .base import FileEntry, TreeOperations, WithoutChecksumLayer
 from .causes import is_permission_error, missing_connector, permission_message
 
 # List on the driver: a checkpoint has a folder per partition, and past 32 folders Spark would
@@ -61,10 +61,8 @@ def _dbutils(spark):
         return None
 
 
-class ConnectFS(TreeOperations):
+class ConnectFS(WithoutChecksumLayer, TreeOperations):
     """Files below one root, listed and read through Spark Connect."""
-
-    has_checksum_layer = False  # .crc sidecars are never visible through Spark's listing
 
     def __init__(self, spark, root: str):
         self._spark = spark
@@ -207,18 +205,6 @@ class ConnectFS(TreeOperations):
         """SHA-256 of a file's bytes, computed on the server: the bytes never cross the wire."""
         from pyspark.sql.connect import functions as F
         return self._content(rel, F.sha2(F.col("content"), 256))
-
-    def raw(self) -> ConnectFS:
-        """The same view: there is no checksum layer to step around here."""
-        return self
-
-    def verify_checksum(self, rel: str) -> None:
-        """Nothing to verify: sidecars are invisible through Spark's listing."""
-        return
-
-    def verify_checksums(self, rels: list[str]) -> dict[str, str]:
-        """Nothing to verify: sidecars are invisible through Spark's listing."""
-        return {}
 
     def same_file_system(self, other) -> bool:
         return _file_system(self.root) == _file_system(other.root)

@@ -7,7 +7,9 @@ The runtime, in layers from the bottom up; each imports only those below it
   and settings, the Java check
 - ``session``: the Spark session, classic or Spark Connect; local servers for trying and testing
 - ``core``: reading a checkpoint: file systems (``fs``), logs and stores (``checkpoint``), state
-  files, operators, the state reader, Spark's loads and what a failed one means, growth
+  files, operators, the state reader, Spark's loads and what a failed one means, growth; and
+  ``spark_internals``, the one module that calls into Spark's JVM (each name it reaches listed and
+  checked there: the file to read first on a Spark upgrade)
 - ``query``: the user's changed query: its job file, and Spark's planning and restart checks of it
 - ``safety``: changing a checkpoint without losing anything: activity guard, backup, journal, undo
 - ``demos``: demo checkpoints and event logs written by real queries; faults for demos and tests

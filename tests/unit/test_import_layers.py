@@ -5,7 +5,7 @@ The runtime, its layers from the bottom up; a module imports only its own layer 
     common   errors, formatting, redaction, Spark's names for things, the Java check
     session  the Spark session and the local servers
     core     reading a checkpoint: file systems, logs, operators, stores, schemas, state reader, the
-             UnsafeRow format, loads, growth
+             UnsafeRow format, loads, growth; every call into Spark's JVM (``spark_internals``)
     query    the user's changed query: its job file, and Spark's planning and restart checks of it
     safety   changing a checkpoint without losing anything: the one change procedure, activity
              guard, backup, journal, undo; Spark's state rewriter and the logs of a new batch
@@ -20,13 +20,16 @@ The tooling, above the runtime (no runtime module imports it; its areas may impo
     cli      the command line and notebooks run as whole processes (papermill, kernel, goldens);
              nothing imports it but the entry point (``python -m state_runbooks``) and the tooling
 
-No module imports itself back in a circle, and none is over 500 lines. Each rule is a function of an
-import graph: the library's, and small graphs with violations that the rules must report.
+No module imports itself back in a circle, and none is over 500 lines; no module but
+``core.spark_internals`` reaches into Spark's JVM (``_jvm``, ``_jsc``, ``_jsparkSession``). Each
+rule is a function of an import graph (or of the modules' text): the library's, and small ones
+with violations that the rules must report.
 """
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -34,6 +37,8 @@ LIB = pathlib.Path(__file__).resolve().parents[2] / "lib" / "state_runbooks"
 RUNTIME = ("common", "session", "core", "query", "safety", "demos", "running", "runbooks")
 TOOLING = ("dev", "book", "cli")  # one floor above the runtime
 LAYERS = RUNTIME + TOOLING
+SPARK_INTERNALS = "state_runbooks.core.spark_internals"  # the one module that reaches the JVM
+_JVM_HANDLE = re.compile(r"\._(jvm|jsc|jsparkSession)\b")
 MAX_LINES = 500
 
 
@@ -119,6 +124,15 @@ def imports_of_the_command_line(graph: dict[str, set[str]]) -> list[str]:
                   if _layer(b) == "cli" and _layer(a) not in TOOLING and a != ENTRY_POINT)
 
 
+def jvm_handles_outside_spark_internals(sources: dict[str, str]) -> list[str]:
+    """``module: line`` for every line outside ``core.spark_internals`` that takes one of
+    PySpark's handles on the JVM (``._jvm``, ``._jsc``, ``._jsparkSession``); ``sources``: each
+    module's text."""
+    return [f"{name}: {line.strip()}" for name, text in sorted(sources.items())
+            if name != SPARK_INTERNALS and not name.startswith(f"{SPARK_INTERNALS}.")
+            for line in text.splitlines() if _JVM_HANDLE.search(line)]
+
+
 def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """A circle of imports (its modules, the first one repeated at the end), or None."""
     state: dict[str, str] = {}
@@ -172,6 +186,12 @@ def test_nothing_but_the_entry_point_and_the_tooling_imports_the_command_line():
     assert GRAPH[ENTRY_POINT] & {m for m in MODULES if _layer(m) == "cli"}
 
 
+def test_only_spark_internals_reaches_into_the_jvm():
+    assert jvm_handles_outside_spark_internals(
+        {name: path.read_text() for name, path in MODULES.items()}) == []
+    assert SPARK_INTERNALS in MODULES
+
+
 def test_no_import_cycle():
     cycle = import_cycle(GRAPH)
     assert cycle is None, " -> ".join(cycle)
@@ -221,6 +241,20 @@ def test_the_tooling_rule_reports_a_runtime_module_importing_the_tooling():
     broken = {**clean, start: {archive}, runbook: {start, pages}}
     assert runtime_imports_of_tooling(broken) == [f"{runbook} -> {pages}", f"{start} -> {archive}"]
     assert upward_imports(broken) == runtime_imports_of_tooling(broken)
+
+
+def test_the_jvm_rule_reports_a_handle_taken_outside_spark_internals():
+    """``spark._jvm`` in a runbook and ``_jsc`` in the reader are named; the same in
+    ``core.spark_internals`` (or a module of it), and a name that only contains the words, are
+    not."""
+    sources = {SPARK_INTERNALS: "jvm = spark._jvm\n",
+               f"{SPARK_INTERNALS}.rewriter": "session = spark._jsparkSession\n",
+               "state_runbooks.runbooks.one.steps": "x = 1\nbean = spark._jvm.java.lang.X()\n",
+               "state_runbooks.core.reader": "conf = spark.sparkContext._jsc.hadoopConfiguration()",
+               "state_runbooks.core.names": "jvm_pid = heap._jvm_pid_field_is_not_a_handle\n"}
+    assert jvm_handles_outside_spark_internals(sources) == [
+        "state_runbooks.core.reader: conf = spark.sparkContext._jsc.hadoopConfiguration()",
+        "state_runbooks.runbooks.one.steps: bean = spark._jvm.java.lang.X()"]
 
 
 def test_the_rules_report_a_violation_added_to_the_library():

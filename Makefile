@@ -41,7 +41,7 @@ $(COMPILED): $(STAMP)
 	$(BIN)/python -m compileall -q -j 0 -x '/tests?/' $(VENV)/lib > /dev/null
 	@touch $(COMPILED)
 
-# The class archive for Spark's JVMs (lib/state_runbooks/session/class_archive.py), recorded once
+# The class archive for Spark's JVMs (lib/state_runbooks/dev/class_archive.py), recorded once
 # per environment as soon as Spark is installed (from the library's source: the package installs
 # meanwhile): its recording leaves a core idle, so the rest of the installation and the bytecode
 # compilation run beside it. make demo and make test map Spark's classes from it.

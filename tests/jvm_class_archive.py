@@ -1,14 +1,14 @@
 """The JVM options of a test run, and the class-data archive for the many JVMs it starts.
 
 Every notebook kernel, helper process and server of a run starts its own Spark JVM. Each maps
-Spark's classes from one archive (:mod:`state_runbooks.session.class_archive`, which make demo uses
+Spark's classes from one archive (:mod:`state_runbooks.dev.class_archive`, which make demo uses
 too): Spark's start and first streaming query took 4-6 s less per JVM on 2 cores (a session start
 5.4-7.6 s -> 3.6 s). A run records it with its own JVM options, the quick JIT's (65 s instead of
 72 s), when the environment has none.
 """
 from __future__ import annotations
 
-from state_runbooks.session.class_archive import archive_option as _archive_option
+from state_runbooks.dev.class_archive import archive_option as _archive_option
 
 # Every JVM a run starts runs Spark on small data, two test workers to two cores: the quick JIT
 # alone and the serial collector spend less of the cores on themselves (a papermill run of 03's

@@ -11,7 +11,7 @@ import sys
 
 import nbformat
 import pytest
-from chromium_page import chromium_binary, chromium_page, non_white_share
+from state_runbooks.dev.chromium_page import chromium_binary, chromium_page, non_white_share
 
 BOOK = ["00_template", "06_monitor_state"]  # the quickest demo, and a demo with a plot
 _PLOT_REGION = """(() => {

@@ -13,9 +13,10 @@ import nbformat
 import pytest
 import yaml
 
-from state_runbooks.cli import book, headless
+from state_runbooks.book import pages as book
+from state_runbooks.cli import headless
 from state_runbooks.cli import main as cli
-from state_runbooks.cli.course import read_course
+from state_runbooks.book.course import read_course
 from state_runbooks.cli.runbook_files import repo_notebooks_dir
 
 

@@ -10,7 +10,7 @@ from state_runbooks.cli import headless
 from state_runbooks.cli import main as cli_main
 from state_runbooks.cli.headless import RunOutcome
 from state_runbooks.cli.runbook_files import runbook_notebooks
-from state_runbooks.session import class_archive
+from state_runbooks.dev import class_archive
 
 
 @pytest.fixture

@@ -49,7 +49,7 @@ def test_the_command_line_reads_notebooks_without_the_iri_grammar():
     import sys
     code = ("import sys\n"
             "from state_runbooks.cli.runbook_files import runbook_notebooks\n"
-            "from state_runbooks.cli.startup import skip_unused_iri_grammar\n"
+            "from state_runbooks.dev.startup import skip_unused_iri_grammar\n"
             "skip_unused_iri_grammar()\n"
             "import nbformat\n"
             "for path in runbook_notebooks():\n"

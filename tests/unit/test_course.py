@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from state_runbooks.cli.course import check_covers, missing_and_unknown, read_course
+from state_runbooks.book.course import check_covers, missing_and_unknown, read_course
 from state_runbooks.cli.runbook_files import repo_notebooks_dir, runbook_notebooks
 from state_runbooks.common.errors import RunbookError
 

@@ -106,7 +106,7 @@ def test_every_relative_link_resolves(document):
 def test_the_playbooks_learning_path_is_the_courses():
     """runbooks/README.md tells the path in prose; runbooks/course.yaml holds it for the book:
     the same notebooks in the same order, each after the same notebooks."""
-    from state_runbooks.cli.course import is_notebook_name, read_course
+    from state_runbooks.book.course import is_notebook_name, read_course
     course = read_course(REPO / "runbooks" / "course.yaml")
     items = re.findall(r"^\d+\. \[(\d\d_\w+)\]\([^)]*\) \(([^)]*)\)",
                        _section(PLAYBOOKS_README, "Learning path"), re.M)

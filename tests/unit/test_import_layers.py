@@ -1,32 +1,44 @@
 """The library's house rules, read from its imports (no Spark needed).
 
-Layers, from the bottom up; a module imports only its own layer and those below it:
+The runtime, its layers from the bottom up; a module imports only its own layer and those below it:
 
     common   errors, formatting, redaction, Spark's names for things, the Java check
     session  the Spark session and the local servers
     core     reading a checkpoint: file systems, logs, operators, stores, schemas, state reader, the
-             UnsafeRow format, loads, growth
+             UnsafeRow format, loads, growth; every call into Spark's JVM (``spark_internals``)
     query    the user's changed query: its job file, and Spark's planning and restart checks of it
     safety   changing a checkpoint without losing anything: the one change procedure, activity
              guard, backup, journal, undo; Spark's state rewriter and the logs of a new batch
     demos    demo checkpoints and event logs, and the faults the tests and demos inject
     running  what notebook cells and runbooks import: a runbook's start, parameters, summary, plots
     runbooks one package per notebook; none imports another
-    cli      the command line and notebooks run as whole processes (papermill, kernel, goldens);
-             the top floor: nothing imports it but the entry point (``python -m state_runbooks``)
 
-No module imports itself back in a circle, and none is over 500 lines. Each rule is a function of an
-import graph: the library's, and small graphs with violations that the rules must report.
+The tooling, above the runtime (no runtime module imports it; its areas may import one another):
+
+    dev      the JVM class archive, the command line's quick start, the headless Chromium page
+    book     the course book: the learning path, its pages and index
+    cli      the command line and notebooks run as whole processes (papermill, kernel, goldens);
+             nothing imports it but the entry point (``python -m state_runbooks``) and the tooling
+
+No module imports itself back in a circle, and none is over 500 lines; no module but
+``core.spark_internals`` reaches into Spark's JVM (``_jvm``, ``_jsc``, ``_jsparkSession``). Each
+rule is a function of an import graph (or of the modules' text): the library's, and small ones
+with violations that the rules must report.
 """
 from __future__ import annotations
 
 import ast
 import pathlib
+import re
 
 import pytest
 
 LIB = pathlib.Path(__file__).resolve().parents[2] / "lib" / "state_runbooks"
-LAYERS = ("common", "session", "core", "query", "safety", "demos", "running", "runbooks", "cli")
+RUNTIME = ("common", "session", "core", "query", "safety", "demos", "running", "runbooks")
+TOOLING = ("dev", "book", "cli")  # one floor above the runtime
+LAYERS = RUNTIME + TOOLING
+SPARK_INTERNALS = "state_runbooks.core.spark_internals"  # the one module that reaches the JVM
+_JVM_HANDLE = re.compile(r"\._(jvm|jsc|jsparkSession)\b")
 MAX_LINES = 500
 
 
@@ -75,6 +87,11 @@ def _layer(module: str) -> str | None:
     return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
 
 
+def _floor(layer: str) -> int:
+    """A runtime layer's place; the tooling areas share the floor above the runtime."""
+    return RUNTIME.index(layer) if layer in RUNTIME else len(RUNTIME)
+
+
 def _runbook(module: str) -> str | None:
     parts = module.split(".")
     return parts[2] if len(parts) > 2 and parts[1] == "runbooks" else None
@@ -84,7 +101,14 @@ def _runbook(module: str) -> str | None:
 def upward_imports(graph: dict[str, set[str]]) -> list[str]:
     """``a -> b`` for every module importing one of a layer above its own."""
     return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                  if _layer(a) and _layer(b) and LAYERS.index(_layer(b)) > LAYERS.index(_layer(a)))
+                  if _layer(a) and _layer(b) and _floor(_layer(b)) > _floor(_layer(a)))
+
+
+def runtime_imports_of_tooling(graph: dict[str, set[str]]) -> list[str]:
+    """``a -> b`` for every runtime module (or the package itself, or its resources) importing
+    a tooling module: the runbooks run without the tooling."""
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                  if _layer(b) in TOOLING and _layer(a) not in TOOLING and a != ENTRY_POINT)
 
 
 def imports_across_runbooks(graph: dict[str, set[str]]) -> list[str]:
@@ -94,10 +118,19 @@ def imports_across_runbooks(graph: dict[str, set[str]]) -> list[str]:
 
 
 def imports_of_the_command_line(graph: dict[str, set[str]]) -> list[str]:
-    """``a -> b`` for every module outside ``cli`` importing it, in a layer or not (the package
-    itself, ``resources``), but the entry point of ``python -m state_runbooks``."""
+    """``a -> b`` for every module outside the tooling importing ``cli``, in a layer or not (the
+    package itself, ``resources``), but the entry point of ``python -m state_runbooks``."""
     return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
-                  if _layer(b) == "cli" and _layer(a) != "cli" and a != ENTRY_POINT)
+                  if _layer(b) == "cli" and _layer(a) not in TOOLING and a != ENTRY_POINT)
+
+
+def jvm_handles_outside_spark_internals(sources: dict[str, str]) -> list[str]:
+    """``module: line`` for every line outside ``core.spark_internals`` that takes one of
+    PySpark's handles on the JVM (``._jvm``, ``._jsc``, ``._jsparkSession``); ``sources``: each
+    module's text."""
+    return [f"{name}: {line.strip()}" for name, text in sorted(sources.items())
+            if name != SPARK_INTERNALS and not name.startswith(f"{SPARK_INTERNALS}.")
+            for line in text.splitlines() if _JVM_HANDLE.search(line)]
 
 
 def import_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -142,10 +175,21 @@ def test_no_runbook_imports_another():
     assert imports_across_runbooks(GRAPH) == []
 
 
-def test_nothing_but_the_entry_point_imports_the_command_line():
+def test_no_runtime_module_imports_the_tooling():
+    assert runtime_imports_of_tooling(GRAPH) == []
+    assert {_layer(m) for m in MODULES} >= set(TOOLING)  # each area is there, and so checked
+
+
+def test_nothing_but_the_entry_point_and_the_tooling_imports_the_command_line():
     assert LAYERS[-1] == "cli"  # the top floor
     assert imports_of_the_command_line(GRAPH) == []
     assert GRAPH[ENTRY_POINT] & {m for m in MODULES if _layer(m) == "cli"}
+
+
+def test_only_spark_internals_reaches_into_the_jvm():
+    assert jvm_handles_outside_spark_internals(
+        {name: path.read_text() for name, path in MODULES.items()}) == []
+    assert SPARK_INTERNALS in MODULES
 
 
 def test_no_import_cycle():
@@ -180,6 +224,37 @@ def test_the_rules_report_violations_in_a_small_graph():
     assert imports_of_the_command_line(broken) == [f"{core} -> {cli}",
                                                    f"state_runbooks.resources.config -> {cli}"]
     assert import_cycle(broken) == [cli, core, cli]
+
+
+def test_the_tooling_rule_reports_a_runtime_module_importing_the_tooling():
+    """The command line importing the course book and the book the command line's runner, both
+    tooling, pass; a runtime module importing the class archive, and a runbook importing the
+    book, are each named."""
+    start, archive = "state_runbooks.running.start", "state_runbooks.dev.class_archive"
+    pages, headless = "state_runbooks.book.pages", "state_runbooks.cli.headless"
+    runbook, main = "state_runbooks.runbooks.one.steps", "state_runbooks.cli.main"
+    clean = {start: set(), archive: set(), pages: {headless}, headless: {archive, start},
+             main: {pages, headless}, runbook: {start}, ENTRY_POINT: {main}}
+    assert runtime_imports_of_tooling(clean) == upward_imports(clean) == []
+    assert imports_of_the_command_line(clean) == [] and import_cycle(clean) is None
+
+    broken = {**clean, start: {archive}, runbook: {start, pages}}
+    assert runtime_imports_of_tooling(broken) == [f"{runbook} -> {pages}", f"{start} -> {archive}"]
+    assert upward_imports(broken) == runtime_imports_of_tooling(broken)
+
+
+def test_the_jvm_rule_reports_a_handle_taken_outside_spark_internals():
+    """``spark._jvm`` in a runbook and ``_jsc`` in the reader are named; the same in
+    ``core.spark_internals`` (or a module of it), and a name that only contains the words, are
+    not."""
+    sources = {SPARK_INTERNALS: "jvm = spark._jvm\n",
+               f"{SPARK_INTERNALS}.rewriter": "session = spark._jsparkSession\n",
+               "state_runbooks.runbooks.one.steps": "x = 1\nbean = spark._jvm.java.lang.X()\n",
+               "state_runbooks.core.reader": "conf = spark.sparkContext._jsc.hadoopConfiguration()",
+               "state_runbooks.core.names": "jvm_pid = heap._jvm_pid_field_is_not_a_handle\n"}
+    assert jvm_handles_outside_spark_internals(sources) == [
+        "state_runbooks.core.reader: conf = spark.sparkContext._jsc.hadoopConfiguration()",
+        "state_runbooks.runbooks.one.steps: bean = spark._jvm.java.lang.X()"]
 
 
 def test_the_rules_report_a_violation_added_to_the_library():

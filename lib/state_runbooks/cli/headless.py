@@ -25,6 +25,8 @@ from functools import partial
 
 from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.demos.checkpoints import remove_orphaned_demo_folders
+from state_runbooks.dev.class_archive import demo_environment
+from state_runbooks.dev.startup import skip_unused_iri_grammar
 from state_runbooks.running.parameters import (
     check_not_placeholder,
     check_run_parameters,
@@ -39,10 +41,8 @@ from state_runbooks.running.results import (
     write_summary,
 )
 from state_runbooks.running.start import DEMO_ENV
-from state_runbooks.session.class_archive import demo_environment
 
 from .execution import execute, summary_target
-from .startup import skip_unused_iri_grammar
 
 LOG_FOLDER = "logs"
 _CELL_LINE = re.compile(r"Cell In\[\d+\], line (\d+)")

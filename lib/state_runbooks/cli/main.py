@@ -21,10 +21,11 @@ import threading
 from functools import partial
 
 from state_runbooks import __version__
+from state_runbooks.book.pages import book_command
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
+from state_runbooks.dev.startup import skip_unused_iri_grammar
 
-from .book import book_command
 from .golden import refresh_golden
 from .headless import ChildRun, demo_starts, report
 from .in_order import default_jobs, run_in_order
@@ -39,7 +40,6 @@ from .runbook_files import (
     resolve_schedule,
     runbook_notebooks,
 )
-from .startup import skip_unused_iri_grammar
 
 
 def serve_connect(port: int, log: str) -> int:

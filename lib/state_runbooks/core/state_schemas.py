@@ -80,33 +80,17 @@ def _read_with_spark(spark, data: bytes) -> list[ColumnFamilySchema] | None:
     back from a local copy."""
     import os
     import tempfile
-    jvm = spark._jvm
+
+    from .spark_internals import read_v3_schema_file
     handle, local = tempfile.mkstemp(prefix="state-runbooks-schema-")
-    stream = None
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        loader = jvm.Thread.currentThread().getContextClassLoader()
-        readers = jvm.java.lang.Class.forName(
-            "org.apache.spark.sql.execution.streaming.state.SchemaHelper$SchemaReader$", True,
-            loader).getField("MODULE$").get(None)
-        local_fs = jvm.org.apache.hadoop.fs.FileSystem.getLocal(
-            spark._jsc.hadoopConfiguration()).getRaw()
-        stream = local_fs.open(jvm.org.apache.hadoop.fs.Path(local))
-        reader = readers.createSchemaReader(stream.readUTF())
-        families = reader.read(stream)
-        out = []
-        for i in range(families.size()):
-            cf = families.apply(i)
-            out.append(ColumnFamilySchema(str(cf.colFamilyName()),
-                                          json.loads(cf.keySchema().json()),
-                                          json.loads(cf.valueSchema().json())))
-        return out
+        return [ColumnFamilySchema(name, json.loads(key), json.loads(value))
+                for name, key, value in read_v3_schema_file(spark, local)]
     except Exception:  # noqa: BLE001 - another Spark version's reader: not readable from here
         return None
     finally:
-        if stream is not None:
-            stream.close()
         os.remove(local)
 
 

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError, first_line
+from state_runbooks.core.spark_internals import as_java, writer_field
 from state_runbooks.session.spark_session import conf_value, is_connect, session_conf
 
 DEFAULT_FUNCTION = "build"
@@ -218,22 +219,12 @@ def _writer_settings(writer) -> tuple[str, str | None, str | None, dict]:
         return ((proto.output_mode or DEFAULT_OUTPUT_MODE).lower(), trigger,
                 proto.format or ("foreachBatch" if proto.HasField("foreach_batch") else None),
                 dict(proto.options))
-    jwrite = writer._jwrite
-
-    def field_of(name):
-        # The classic writer keeps them in private fields: read them without changing anything.
-        handle = jwrite.getClass().getDeclaredField(name)
-        handle.setAccessible(True)
-        return handle.get(jwrite)
-
-    try:
-        mode = str(field_of("outputMode").toString()).lower()
-        trigger = str(field_of("trigger").toString())
-        sink = field_of("source")
+    try:  # the classic writer keeps them in private fields
+        mode = str(writer_field(writer, "outputMode").toString()).lower()
+        trigger = str(writer_field(writer, "trigger").toString())
+        sink = writer_field(writer, "source")
         sink = sink if isinstance(sink, str) else str(sink)
-        jvm = writer._spark._jvm
-        options = dict(jvm.scala.jdk.javaapi.CollectionConverters.asJava(
-            field_of("extraOptions").originalMap()))
+        options = dict(as_java(writer._spark, writer_field(writer, "extraOptions").originalMap()))
     except Exception:  # noqa: BLE001 - another Spark version's writer: the defaults apply
         return DEFAULT_OUTPUT_MODE, None, None, {}
     return mode, trigger, sink, {str(k): str(v) for k, v in options.items()}

@@ -28,22 +28,10 @@ from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import first_line, spark_error_class
 from state_runbooks.core.fs import open_fs
+from state_runbooks.core.spark_internals import plan_restart
 from state_runbooks.core.state_layout import OperatorState, state_layout
 from state_runbooks.session.spark_session import is_connect, session_conf
 
-INCREMENTAL_EXECUTION = (
-    "org.apache.spark.sql.execution.streaming.runtime.IncrementalExecution",  # 4.1 and later
-    "org.apache.spark.sql.execution.streaming.IncrementalExecution",  # 4.0
-)
-OFFSET_SEQ_METADATA = (
-    "org.apache.spark.sql.execution.streaming.checkpointing.OffsetSeqMetadata$",
-    "org.apache.spark.sql.execution.streaming.OffsetSeqMetadata$",
-)
-WATERMARK_PROPAGATOR = (
-    "org.apache.spark.sql.execution.streaming.runtime.WatermarkPropagator$",
-    "org.apache.spark.sql.execution.streaming.WatermarkPropagator$",
-)
-_KNOWN_ARGS = 11  # the constructor's leading arguments named below; later ones take defaults
 # Files of the checkpoint Spark's check reads: operator metadata and schema files.
 _CHECKED_FILE = re.compile(r"^state/\d+/(_metadata/.*|_stateSchema/.*|0/([^/]+/)?_metadata/schema)$")
 _SCHEMA_PATH = re.compile(r'"([^"]*?)(/state/\d+/_stateSchema/[^"]*)"')
@@ -84,48 +72,6 @@ def is_metadata_v2(rel: str) -> bool:
     return "/_metadata/v2/" in rel
 
 
-def _class(jvm, names):
-    loader = jvm.Thread.currentThread().getContextClassLoader()
-    for name in names:
-        try:
-            return jvm.java.lang.Class.forName(name, True, loader)
-        except Exception:  # noqa: BLE001 - not in this Spark version: try the next name
-            continue
-    raise LookupError(f"none of {', '.join(names)} in this Spark")
-
-
-def _module(jvm, names):
-    return _class(jvm, names).getField("MODULE$").get(None)
-
-
-def _plan(spark, job, state_dir: str, batch_id: int, metadata_json: str, query_id: str):
-    """Plan the changed query as a restart's first batch on ``state_dir``; raises what Spark's
-    checks raise."""
-    jvm = spark._jvm
-    gateway = spark.sparkContext._gateway
-    session = spark._jsparkSession.cloneSession()  # the job's settings without touching ours
-    offsets_meta = _module(jvm, OFFSET_SEQ_METADATA)
-    metadata = offsets_meta.apply(metadata_json)
-    offsets_meta.setSessionConf(metadata, session.sessionState().conf())
-    mode = {"append": "Append", "update": "Update", "complete": "Complete"}[job.output_mode]
-    cls = _class(jvm, INCREMENTAL_EXECUTION)
-    constructor = cls.getConstructors()[0]
-    count = len(constructor.getParameterTypes())
-    args = [session, job.df._jdf.queryExecution().logical(),
-            getattr(jvm.org.apache.spark.sql.streaming.OutputMode, mode)(), state_dir,
-            jvm.java.util.UUID.fromString(query_id), jvm.java.util.UUID.randomUUID(), batch_id,
-            jvm.scala.Option.empty(), metadata, _module(jvm, WATERMARK_PROPAGATOR).noop(), True]
-    no_args = gateway.new_array(jvm.Class, 0)
-    for k in range(_KNOWN_ARGS + 1, count + 1):
-        args.append(cls.getMethod(f"$lessinit$greater$default${k}", no_args)
-                    .invoke(None, gateway.new_array(jvm.Object, 0)))
-    array = gateway.new_array(jvm.Object, count)
-    for i, arg in enumerate(args):
-        array[i] = arg
-    execution = constructor.newInstance(array)
-    execution.executedPlan()  # the preparations run Spark's restart checks
-
-
 def _unwrap(exc: BaseException) -> BaseException:
     """The Spark exception inside a reflective call's InvocationTargetException."""
     java = getattr(exc, "java_exception", None) or getattr(exc, "_origin", None)
@@ -149,7 +95,8 @@ def plan_fresh(spark, job, folder: str, metadata_json: str, query_id: str) -> li
     with open(os.path.join(folder, "offsets", "0"), "w") as entry:
         entry.write(f"v1\n{metadata_json}\n")
     with session_conf(spark, job.job_conf):
-        _plan(spark, job, f"file:{folder}/state", 0, metadata_json, query_id)
+        plan_restart(spark, job.df, job.output_mode, f"file:{folder}/state", 0, metadata_json,
+                     query_id)
     return state_layout(spark, open_fs(spark, f"file:{folder}"))
 
 
@@ -193,8 +140,8 @@ def probe(spark, ckpt, job, batch_id: int, metadata_json: str, query_id: str) ->
                 copy_pointing_here(source, copy, rel)
             error_class = message = None
             try:
-                _plan(spark, job, f"file:{folder}/check/state", batch_id, metadata_json,
-                      query_id)
+                plan_restart(spark, job.df, job.output_mode, f"file:{folder}/check/state",
+                             batch_id, metadata_json, query_id)
             except Exception as exc:  # noqa: BLE001 - Spark's check raised: the prediction
                 inner = _unwrap(exc)
                 error_class = spark_error_class(inner) or type(inner).__name__

@@ -10,13 +10,13 @@ import contextlib
 import os
 import re
 import shutil
-import weakref
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from state_runbooks.common.errors import RunbookError, first_line, root_cause
 from state_runbooks.common.locations import refuse_own_folder
 
+from ..spark_internals import hadoop_configuration, jvm, jvm_member
 from .base import FileEntry, TreeOperations, is_checksum_file, sidecar_of  # noqa: F401
 from .causes import is_permission_error, missing_connector, permission_message
 
@@ -27,20 +27,6 @@ _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|f
 _CHECKING_THREADS = 4  # each check waits mostly on the JVM (tests/benchmarks/README.md)
 _ONE_THREAD_UP_TO = 16  # files: a store partition's few need no threads of their own
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
-_JVM_MEMBERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per JVM: name -> member
-
-
-def jvm_member(jvm, name: str):
-    """A Java class, static method or static field by its full name (``org.apache.hadoop.fs.Path``,
-    ``org.apache.commons.io.IOUtils.toByteArray``), looked up once per JVM. Py4J asks the JVM at
-    each step of ``jvm.a.b.C.m``: hashing a file took 25 round trips, 4 with the lookups kept."""
-    members = _JVM_MEMBERS.setdefault(jvm, {})
-    if name not in members:
-        found = jvm
-        for part in name.split("."):
-            found = getattr(found, part)
-        members[name] = found
-    return members[name]
 
 
 class HadoopFS(TreeOperations):
@@ -50,10 +36,10 @@ class HadoopFS(TreeOperations):
 
     def __init__(self, spark, root: str):
         self._spark = spark
-        self._jvm = spark._jvm
-        path = jvm_member(self._jvm, "org.apache.hadoop.fs.Path")(root)
+        self._java = jvm(spark)
+        path = jvm_member(self._java, "org.apache.hadoop.fs.Path")(root)
         try:
-            self._fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
+            self._fs = path.getFileSystem(hadoop_configuration(spark))
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception
             raise RunbookError(self._cause(root, exc) or f"cannot open {root}: {first_line(exc)}",
                                spark_error=exc) from None
@@ -63,7 +49,7 @@ class HadoopFS(TreeOperations):
         """The one line for a missing connector or a permission denied, else None."""
         text = f"{first_line(exc)}\n{root_cause(exc) or ''}"
         try:
-            version = str(self._jvm.org.apache.hadoop.util.VersionInfo.getVersion())
+            version = str(self._java.org.apache.hadoop.util.VersionInfo.getVersion())
         except Exception:  # noqa: BLE001 - no version: the message says <hadoop version>
             version = None
         missing = missing_connector(path, text, version)
@@ -76,11 +62,11 @@ class HadoopFS(TreeOperations):
     def users(self) -> tuple[str | None, str | None]:
         """Hadoop's current user (whom file systems check) and the JVM's ``user.name``."""
         try:
-            hadoop = str(self._jvm.org.apache.hadoop.security.UserGroupInformation
+            hadoop = str(self._java.org.apache.hadoop.security.UserGroupInformation
                          .getCurrentUser().getShortUserName())
         except Exception:  # noqa: BLE001 - no Hadoop security classes: the JVM's user
             hadoop = None
-        jvm = str(self._jvm.java.lang.System.getProperty("user.name"))
+        jvm = str(self._java.java.lang.System.getProperty("user.name"))
         return hadoop or jvm, jvm
 
     @contextlib.contextmanager
@@ -104,7 +90,7 @@ class HadoopFS(TreeOperations):
         return f"{self.root}/{rel}" if rel else self.root
 
     def _path(self, rel: str):
-        return jvm_member(self._jvm, "org.apache.hadoop.fs.Path")(self.uri(rel))
+        return jvm_member(self._java, "org.apache.hadoop.fs.Path")(self.uri(rel))
 
     def refresh(self) -> None:
         """Nothing cached here: every call asks the file system."""
@@ -134,7 +120,7 @@ class HadoopFS(TreeOperations):
         """``(full path, is_dir, size, modified_ms)`` of Hadoop FileStatus objects: their text in
         one JVM call, or entry by entry when the text does not read as expected."""
         try:
-            wrap = jvm_member(self._jvm, "scala.collection.immutable.ArraySeq.unsafeWrapArray")
+            wrap = jvm_member(self._java, "scala.collection.immutable.ArraySeq.unsafeWrapArray")
             text = str(wrap(statuses).mkString("\n"))
             matches = [_STATUS_TEXT.match(line) for line in text.split("\n") if line]
         except Exception:  # noqa: BLE001 - another Hadoop or Scala: the portable way
@@ -149,7 +135,8 @@ class HadoopFS(TreeOperations):
         with self._access(rel):
             stream = self._fs.open(self._path(rel))
         try:
-            return bytes(jvm_member(self._jvm, "org.apache.commons.io.IOUtils.toByteArray")(stream))
+            to_bytes = jvm_member(self._java, "org.apache.commons.io.IOUtils.toByteArray")
+            return bytes(to_bytes(stream))
         finally:
             stream.close()
 
@@ -159,7 +146,7 @@ class HadoopFS(TreeOperations):
     def sha256(self, rel: str) -> str:
         """SHA-256 of a file's bytes, computed in the JVM (commons-codec, shipped with Spark): the
         bytes never cross to Python, so large state files cost no memory here."""
-        sha256_hex = jvm_member(self._jvm, "org.apache.commons.codec.digest.DigestUtils.sha256Hex")
+        sha256_hex = jvm_member(self._java, "org.apache.commons.codec.digest.DigestUtils.sha256Hex")
         stream = self._fs.open(self._path(rel))
         try:
             return str(sha256_hex(stream))
@@ -181,7 +168,7 @@ class HadoopFS(TreeOperations):
         """Whether this is Hadoop's client-side checksum file system (``file:``), which keeps a
         ``.<name>.crc`` sidecar next to every file, verifies it on read and hides it in listings."""
         if "_checksum_layer" not in self.__dict__:
-            checksum_fs = jvm_member(self._jvm, "java.lang.Class.forName")(
+            checksum_fs = jvm_member(self._java, "java.lang.Class.forName")(
                 "org.apache.hadoop.fs.ChecksumFileSystem")
             self._checksum_layer = bool(checksum_fs.isInstance(self._fs))
         return self._checksum_layer
@@ -233,9 +220,9 @@ class HadoopFS(TreeOperations):
     def _paths(self, rels: list[str]):
         """A Java ``Path[]`` of many paths in two JVM calls (not two per path): their URIs joined
         by newlines, split and turned into paths by Hadoop's ``StringUtils``."""
-        strings = jvm_member(self._jvm, "org.apache.hadoop.util.StringUtils.getStrings")(
+        strings = jvm_member(self._java, "org.apache.hadoop.util.StringUtils.getStrings")(
             "\n".join(map(self.uri, rels)), "\n")
-        return jvm_member(self._jvm, "org.apache.hadoop.util.StringUtils.stringToPath")(strings)
+        return jvm_member(self._java, "org.apache.hadoop.util.StringUtils.stringToPath")(strings)
 
     def _walk_folder_by_folder(self, base: str) -> dict[str, FileEntry]:
         out: dict[str, FileEntry] = {}
@@ -262,9 +249,9 @@ class HadoopFS(TreeOperations):
         if dst._fs.exists(target):
             raise RunbookError(f"refusing to copy {src_rel} onto existing {dst.uri(dst_rel)}")
         dst._fs.mkdirs(target.getParent())
-        copied = jvm_member(self._jvm, "org.apache.hadoop.fs.FileUtil.copy")(
+        copied = jvm_member(self._java, "org.apache.hadoop.fs.FileUtil.copy")(
             self._fs, self._path(src_rel), dst._fs, target, False, False,
-            self._spark._jsc.hadoopConfiguration())
+            hadoop_configuration(self._spark))
         if not copied:
             raise RunbookError(f"could not copy {self.uri(src_rel)} to {dst.uri(dst_rel)}")
 
@@ -331,8 +318,8 @@ class HadoopFS(TreeOperations):
         if not self.has_checksum_layer:
             return None
         # Read to the end into nothing, then close: one call.
-        copy_bytes = jvm_member(self._jvm, "org.apache.hadoop.io.IOUtils.copyBytes")
-        nowhere = jvm_member(self._jvm, "org.apache.commons.io.output.NullOutputStream.INSTANCE")
+        copy_bytes = jvm_member(self._java, "org.apache.hadoop.io.IOUtils.copyBytes")
+        nowhere = jvm_member(self._java, "org.apache.commons.io.output.NullOutputStream.INSTANCE")
         try:
             copy_bytes(self._fs.open(self._path(rel)), nowhere, 65536, True)
         except Exception as exc:  # noqa: BLE001 - Py4J wraps the Java exception

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from state_runbooks.core.spark_internals import explain_extended
 from state_runbooks.session.spark_session import is_connect
 
 # Physical node -> the operator name Spark writes in the operator metadata.
@@ -40,8 +41,7 @@ def explain_text(df) -> str:
     """The extended explain (parsed, analyzed, optimized and physical plans) as text."""
     if is_connect(df.sparkSession):
         return df._explain_string(extended=True)
-    jvm = df.sparkSession._jvm
-    return str(jvm.PythonSQLUtils.explainString(df._jdf.queryExecution(), "extended"))
+    return explain_extended(df)
 
 
 def _section(text: str, title: str) -> str:

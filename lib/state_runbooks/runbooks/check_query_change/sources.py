@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from state_runbooks.core import offset_log
 from state_runbooks.core.fs import open_fs
+from state_runbooks.core.spark_internals import analyzed_plan, as_java
 from state_runbooks.session.spark_session import is_connect
 
 FILE_FORMATS = {"json", "csv", "parquet", "orc", "text", "avro", "xml", "binaryfile"}
@@ -212,19 +213,16 @@ def describe_table(spark, table: str) -> tuple[str, str]:
 
 
 def _classic_sources(df) -> list[tuple[str | None, Source]]:
-    jvm = df.sparkSession._jvm
-    convert = jvm.scala.jdk.javaapi.CollectionConverters
-    plan = df._jdf.queryExecution().analyzed()
-    out = []
-    for leaf in convert.asJava(plan.collectLeaves()):
+    spark, out = df.sparkSession, []
+    for leaf in as_java(spark, analyzed_plan(df).collectLeaves()):
         kind = str(leaf.getClass().getSimpleName())
         if kind not in ("StreamingRelation", "StreamingRelationV2"):
             continue
         name = _source_name(leaf)
         if kind == "StreamingRelation":
             source = leaf.dataSource()
-            options = dict(convert.asJava(source.options()))
-            paths = [_qualified(df.sparkSession, p) for p in convert.asJava(source.paths())]
+            options = dict(as_java(spark, source.options()))
+            paths = [_qualified(spark, p) for p in as_java(spark, source.paths())]
             table = ""
             catalog_table = source.catalogTable()
             if catalog_table.isDefined():

@@ -11,6 +11,7 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.formatting import format_bytes
 from state_runbooks.common.spark_settings import CHANGELOG_CONF
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.spark_internals import heap_used_after_full_gc, stop_state_stores
 from state_runbooks.demos.checkpoints import PROVIDERS, build_demo_checkpoint
 
 from .provider import WORKLOAD, RocksDBPlan
@@ -43,9 +44,7 @@ def heap_used_after_gc(spark) -> int | None:
     if jvm_unavailable(spark):
         return None
     try:
-        bean = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
-        bean.gc()
-        return int(bean.getHeapMemoryUsage().getUsed())
+        return heap_used_after_full_gc(spark)
     except Exception:  # noqa: BLE001 - no JVM access on some shared clusters
         return None
 
@@ -57,7 +56,7 @@ def unload_state_stores(spark) -> bool:
     if jvm_unavailable(spark):
         return False
     try:
-        spark._jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
+        stop_state_stores(spark)
         return True
     except Exception:  # noqa: BLE001 - internal API: absent or different elsewhere
         return False

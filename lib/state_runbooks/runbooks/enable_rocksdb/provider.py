@@ -24,6 +24,7 @@ from state_runbooks.common.spark_settings import (
     MAX_MEMORY_MB_CONF,
     PROVIDER_CONF,
 )
+from state_runbooks.core.spark_internals import spark_class
 from state_runbooks.demos.checkpoints import new_demo_path, run_demo_batches
 from state_runbooks.session.spark_session import is_connect
 
@@ -66,14 +67,13 @@ def check_provider_class(spark, name: str) -> ClassCheck:
     query on a scratch checkpoint with the class set (:func:`probe_provider_class`)."""
     if is_connect(spark):
         return probe_provider_class(spark, name)
-    utils = spark._jvm.org.apache.spark.util.Utils
     try:
-        cls = utils.classForName(name, False, False)
+        cls = spark_class(spark, name)
     except Exception as exc:  # noqa: BLE001 - Py4J wraps ClassNotFoundException and friends
         java = getattr(exc, "java_exception", None)
         reason = str(java.getClass().getName()) if java is not None else first_line(exc)
         return ClassCheck(name, False, False, reason)
-    base = utils.classForName(STATE_STORE_PROVIDER_BASE, False, False)
+    base = spark_class(spark, STATE_STORE_PROVIDER_BASE)
     if not base.isAssignableFrom(cls):
         return ClassCheck(name, True, False, f"not a subclass of {STATE_STORE_PROVIDER_BASE}")
     return ClassCheck(name, True, True, "")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from state_runbooks.common.runtime import provider_kind
 from state_runbooks.common.spark_settings import PROVIDER_CONF
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.spark_internals import rocksdb_instances_under_bounded_memory
 from state_runbooks.demos.checkpoints import build_demo_checkpoint
 from state_runbooks.session.spark_session import is_connect
 
@@ -68,8 +69,7 @@ def bounded_rocksdb_instances(spark) -> int | None:
     if jvm_unavailable(spark):
         return None
     try:
-        manager = spark._jvm.org.apache.spark.sql.execution.streaming.state.RocksDBMemoryManager
-        return int(manager.getNumRocksDBInstances(True))
+        return rocksdb_instances_under_bounded_memory(spark)
     except Exception:  # noqa: BLE001 - internal API: absent or different elsewhere
         return None
 

@@ -144,37 +144,21 @@ def estimated_slots_variance(length: int, entries: float, bytes_per_entry: float
     return sigma2 * ((1 - 1 / math.pi) * (1 + k * k) + 2 * k / math.pi)
 
 
-
 # -- measured on the running JVM -------------------------------------------------------------------
-_STATE = "org.apache.spark.sql.execution.streaming.state"
-
-
 def prefix_map_fixed_bytes(spark, key_schema_json: str, prefix_columns: int) -> tuple[int, int] | None:
     """What a prefix-scan version map (``PrefixScannableHDFSBackedStateStoreMap``) holds beyond a
     plain one before any row: its projection of the session key, the key schema it keeps (shared
     by the versions of a partition) and its second map. SizeEstimator's figures on this JVM for
     the store's key schema: ``(first version, each further version)``; None without a JVM here
     (Spark Connect) or when the class is not the one this is verified on."""
+    from state_runbooks.core.spark_internals import version_map_sizes
     from state_runbooks.session.spark_session import is_connect
 
     if is_connect(spark):
         return None
     try:
-        jvm = spark._jvm
-        schema = jvm.org.apache.spark.sql.types.DataType.fromJson(key_schema_json)
-        none = jvm.scala.Option.empty()
-        prefix = getattr(jvm, f"{_STATE}.PrefixScannableHDFSBackedStateStoreMap")
-        plain = getattr(jvm, f"{_STATE}.NoPrefixHDFSBackedStateStoreMap")
-        estimate = jvm.org.apache.spark.util.SizeEstimator.estimate
-
-        def held(maps) -> int:
-            kept = jvm.java.util.ArrayList()
-            for m in maps:
-                kept.add(m)
-            return estimate(kept)
-        one, two = prefix(schema, prefix_columns, none), prefix(schema, prefix_columns, none)
-        plain_one, plain_two = plain(none), plain(none)
+        one, two, plain_one, plain_two = version_map_sizes(spark, key_schema_json, prefix_columns)
     except Exception:  # a Spark whose maps differ: the caller says the estimate is a lower bound
         return None
-    first = held([one]) - held([plain_one])
-    return first, held([one, two]) - held([plain_one, plain_two]) - first
+    first = one - plain_one
+    return first, two - plain_two - first

@@ -11,10 +11,16 @@ import json
 import pathlib
 import re
 
+from state_runbooks.cli.headless import RunOutcome, demo_starts, report
+from state_runbooks.cli.in_order import run_in_order
+from state_runbooks.cli.runbook_files import (
+    notebooks_folder,
+    playbooks_folder,
+    purpose,
+    resolve_notebook,
+)
+
 from .course import Course, Lesson, check_covers, is_notebook_name, read_course
-from .headless import RunOutcome, demo_starts, report
-from .in_order import run_in_order
-from .runbook_files import notebooks_folder, playbooks_folder, purpose, resolve_notebook
 
 INDEX = "index.html"
 OUTPUTS = (".ipynb", ".html", ".summary.json")

@@ -1,6 +1,6 @@
 """The course's learning path, read from ``runbooks/course.yaml``, its one source: the notebooks in
 the order to study them, each with the minutes it takes, its prerequisites and what it teaches, and
-the template apart, for authors. The course book (:mod:`.book`) renders it."""
+the template apart, for authors. The course book (:mod:`.pages`) renders it."""
 from __future__ import annotations
 
 import pathlib

@@ -29,6 +29,7 @@ _LIBRARY = Path(__file__).resolve().parents[2]
 # store providers, the state readers, and a Python stateful operator (Arrow).
 _RECORDING = """
 import os, sys, tempfile
+from state_runbooks.core.spark_internals import jvm_pid
 from state_runbooks.demos.checkpoints import build_demo_checkpoint
 from state_runbooks.session.spark_session import get_spark
 spark = get_spark()
@@ -41,7 +42,7 @@ for workload, provider in (("two_operators", "rocksdb_changelog"), ("join", "hdf
         reader = reader.option("joinSide", "left")
     reader.load(run.checkpoint_path).count()
     spark.read.format("state-metadata").load(run.checkpoint_path).collect()
-print(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
+print(jvm_pid(spark))
 """
 
 

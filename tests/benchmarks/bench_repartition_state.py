@@ -104,11 +104,11 @@ def bench(ctx) -> list[dict]:
 
 def _at_production_shape(ctx, name: str, path: str, repeats: int) -> list[dict]:
     from state_runbooks.core.checkpoint import Checkpoint
-    from state_runbooks.runbooks import repartition_state as rp
+    from state_runbooks.runbooks.repartition_state.checks import current_partitions
 
     ckpt = Checkpoint(ctx.spark, path)
     stores = sorted({s.store_name for s in ckpt.stores()})
-    before = rp.current_partitions(ckpt)
+    before = current_partitions(ckpt)
     shape = f"{production_shape.kind(name)}: {name}"
     results = [ctx.notebook_vs_process(
         f"[{shape}] whole 07 notebook, dry run ({before} -> {2 * before} partitions forecast) "
@@ -193,6 +193,7 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
     from bench_inspect_state import CallCounter  # beside this file
 
     from state_runbooks.runbooks import repartition_state as rp
+    from state_runbooks.runbooks.repartition_state.forecast import scan_state
     from state_runbooks.safety.safekeeping import read_journal
 
     pending = copies.made(1 + repeats)  # the warm-up and the timed runs
@@ -204,7 +205,7 @@ def _library_steps(ctx, copies: Copies, shape: str, before: int, after: int,
             ckpt = _checkpoint(ctx, copies.take(pending["runbook"]))
             checks = rp.check_requirements(ckpt, after, force=True)
             checked = time.perf_counter()
-            scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
+            scans = scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
             scanned = time.perf_counter()
             out = rp.repartition(ckpt, after, dry_run=False, force=True, checks=checks,
                                  before=scans, backup_dir=ckpt.root + ".backup")

@@ -31,13 +31,13 @@ def _build(ctx, keys: int) -> str:
     from pyspark.sql import functions as F
 
     from state_runbooks.demos.checkpoints import DEMO_START_MS
-    from state_runbooks.runbooks import rewrite_state as rs
+    from state_runbooks.demos.continuation import continue_query
     path = str(ctx.folder / f"dedup-{keys}")
     df = (ctx.spark.readStream.format("rate-micro-batch").option("rowsPerBatch", keys // BATCHES)
           .option("startTimestamp", DEMO_START_MS).load()
           .select(F.col("value").alias("id")).dropDuplicates(["id"]))
     start = time.perf_counter()
-    rs.continue_query(ctx.spark, df, path, BATCHES, provider="rocksdb", partitions=PARTITIONS)
+    continue_query(ctx.spark, df, path, BATCHES, provider="rocksdb", partitions=PARTITIONS)
     print(f"checkpoint: {keys:,} keys on {PARTITIONS} partitions written in "
           f"{time.perf_counter() - start:.0f} s", flush=True)
     return path

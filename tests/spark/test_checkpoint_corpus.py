@@ -62,7 +62,9 @@ from state_runbooks.runbooks import estimate_state_size as sizing
 from state_runbooks.runbooks import inspect_state
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.runbooks.repartition_state.forecast import scan_state
 from state_runbooks.runbooks import rewrite_state as rs
+from state_runbooks.runbooks.rewrite_state.plan import plan_rewrite
 from state_runbooks.runbooks import check_query_change as qc
 from state_runbooks.runbooks import migrate_state as ms
 from state_runbooks.runbooks import trace_key as tk
@@ -320,14 +322,14 @@ def test_07_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpu
     try:  # the notebook's calls with its defaults (num_partitions=0: twice the count, dry run)
         checks = rp.check_requirements(ckpt, 0)
         before, after = checks.num_partitions_before, checks.num_partitions_after
-        scans = rp.scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
+        scans = scan_state(ckpt, ckpt.last_committed_batch_id, before, after)
         rp.forecast_lines(scans, before, after)
         rp.requirement_lines(checks, skip=("stopped",))
         if checks.spark_cannot:
             rp.alternatives_lines(ckpt, checks)
         rp.requirement_lines(checks, only=("stopped",))
         outcome = rp.repartition(ckpt, 0, checks=checks, before=scans)
-        rp.summarize(_summary(spark, "repartition_state", ckpt), checks, outcome, scans)
+        rp.summarize(_summary(spark, "repartition_state", ckpt), outcome)
     except RunbookError as exc:
         _unchanged(spark, built)
         assert name not in REPARTITIONED and "\n" not in str(exc), str(exc)
@@ -352,14 +354,14 @@ def test_09_dry_run_plans_or_refuses_in_one_line_and_writes_nothing(spark, corpu
     output = str(tmp_path / "rewritten")  # a new location: the checkpoint is only read
     rs.pinned_lines(ckpt)
     checks = rs.check_requirements(ckpt, "rocksdb", "", output)
-    plan = None if checks.spark_cannot else rs.plan_rewrite(ckpt, "")
+    plan = None if checks.spark_cannot else plan_rewrite(ckpt, "")
     rs.plan_lines(checks, plan)
     rs.requirement_lines(checks, skip=("stopped",))
     if checks.spark_cannot:
         rs.alternatives_lines(ckpt, checks)
     rs.requirement_lines(checks, only=("stopped",))
     outcome = rs.rewrite(ckpt, "rocksdb", "", output, checks=checks, plan=plan)
-    rs.summarize(_summary(spark, "rewrite_state", ckpt), checks, outcome, plan)
+    rs.summarize(_summary(spark, "rewrite_state", ckpt), outcome)
     assert not outcome.applied and outcome.dry_run
     assert checks.spark_cannot == (name in NOT_REWRITTEN), rs.requirement_lines(checks)
     # Every corpus checkpoint is committed; a v2 one is refused for its format, by that name.

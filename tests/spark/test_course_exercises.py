@@ -20,8 +20,10 @@ from state_runbooks.runbooks import inspect_state, template
 from state_runbooks.runbooks import migrate_state as ms
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.runbooks.repartition_state.forecast import scan_state
 from state_runbooks.runbooks import rewrite_state as rs
 from state_runbooks.runbooks import trace_key as tk
+from state_runbooks.runbooks.trace_key.demo import trace_demo_keys
 
 
 def wrong(answer):
@@ -90,7 +92,7 @@ def test_07_another_partition_count(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("window_agg", "rocksdb", batches=3, rows_per_batch=10,
                                           partitions=2).checkpoint_path)
     exercise = rp.try_it(ckpt, ckpt.last_committed_batch_id, 2)
-    scan = rp.scan_state(ckpt, ckpt.last_committed_batch_id, 2, 3)[0]
+    scan = scan_state(ckpt, ckpt.last_committed_batch_id, 2, 3)[0]
     assert exercise.answer == scan.after[0] and sum(scan.after) == scan.rows
     told_apart(exercise)
 
@@ -123,6 +125,6 @@ def test_11_when_the_first_window_leaves(spark, demo_factory):
     d = tk.DEMO
     ckpt = Checkpoint(spark, demo_factory(d["workload"], d["provider"], d["batches"],
                                           d["rows_per_batch"], d["partitions"]).checkpoint_path)
-    exercise = tk.try_it(tk.run_demo(ckpt).evicted)
+    exercise = tk.try_it(trace_demo_keys(ckpt).evicted)
     assert exercise.answer == 7
     told_apart(exercise)

@@ -30,6 +30,7 @@ from state_runbooks.runbooks import estimate_state_size as sizing
 from state_runbooks.runbooks import inspect_state
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.runbooks.repartition_state.forecast import scan_state
 from state_runbooks.runbooks.estimate_state_size import measurement
 from state_runbooks.session.spark_session import session_conf
 
@@ -74,7 +75,7 @@ def collect_rows(ckpt: Checkpoint) -> None:
 
 
 def forecast_07(ckpt: Checkpoint) -> None:
-    rp.scan_state(ckpt, ckpt.last_committed_batch_id, PARTITIONS, 2 * PARTITIONS)
+    scan_state(ckpt, ckpt.last_committed_batch_id, PARTITIONS, 2 * PARTITIONS)
 
 
 def estimate_02(ckpt: Checkpoint) -> None:

@@ -172,7 +172,7 @@ def test_over_spark_connect_the_change_is_unknown_and_nothing_changes(spark, tmp
         checks = ms.check_requirements(ckpt, change)
         out = ms.migrate(ckpt, checks, change, None, {}, job, dry_run=False)
         summary = Summary("migrate_state", ckpt.root, connect.version)
-        ms.summarize(summary, checks, change, None, out)
+        ms.summarize(summary, out)
     assert not checks.get("planning").ok and checks.spark_cannot
     assert checks.get("something").seen.startswith("not known here")
     assert not out.applied and out.refused

@@ -21,7 +21,10 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import DEMO_START_MS, demo_query, provider_conf
 from state_runbooks.runbooks import repartition_state as rp
+from state_runbooks.runbooks.repartition_state.checks import Checks, current_partitions
+from state_runbooks.runbooks.repartition_state.forecast import scan_state
 from state_runbooks.running.results import Summary
+from state_runbooks.safety.requirements import Requirement
 from state_runbooks.session.spark_session import session_conf
 
 
@@ -69,7 +72,7 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
     checks = rp.check_requirements(ckpt, 3)
     assert checks.ok, rp.requirement_lines(checks)
     assert (checks.num_partitions_before, checks.num_partitions_after) == (2, 3)
-    scans = rp.scan_state(ckpt, 2, 2, 3)
+    scans = scan_state(ckpt, 2, 2, 3)
     assert all(s.after is not None and sum(s.after) == s.rows for s in scans)
     dry = rp.repartition(ckpt, 3, checks=checks, before=scans)
     assert not dry.applied and dry.refused is None and tree_sha(path) == original
@@ -91,7 +94,7 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
     assert {m["path"]: m["size"] for m in journal["manifest"]} == {
         rel: (Path(path) / rel).stat().st_size for rel in original}
     ckpt.refresh()
-    assert rp.current_partitions(ckpt) == 3 and ckpt.last_committed_batch_id == 3
+    assert current_partitions(ckpt) == 3 and ckpt.last_committed_batch_id == 3
     assert reader_rows(spark, path) == rows_before  # read by Spark's reader, not checksums
     # Spark's own placement: every row where pmod(hash, 3) puts it, as forecast.
     assert [s.per_partition for s in done.after] == [s.after for s in scans]
@@ -114,7 +117,7 @@ def test_repartition_continues_like_a_run_never_repartitioned_and_undoes(
     summaries = {}
     for name, outcome in (("applied", done), ("undone", undone)):
         summaries[name] = Summary("repartition_state", path, spark.version)
-        rp.summarize(summaries[name], checks, outcome, scans)
+        rp.summarize(summaries[name], outcome)
     applied = summaries["applied"].to_dict()
     assert {k: applied[k] for k in ("status", "num_partitions_before", "num_partitions_after",
                                     "applied", "rows_equal")} == {
@@ -236,7 +239,7 @@ def test_spark_failing_midway_is_undone_on_its_own(spark, demo_factory, tmp_path
     path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
     original = tree_sha(path)
     ckpt = Checkpoint(spark, path)
-    lifted = rp.Checks(2, 3, requirements=(rp.Requirement("lifted", True, "lifted by this test"),))
+    lifted = Checks(2, 3, requirements=(Requirement("lifted", True, "lifted by this test"),))
     out = rp.repartition(ckpt, 3, dry_run=False, backup_dir=str(tmp_path / "b"), checks=lifted,
                          before=[])
     assert out.applied and not out.verified and out.auto_undone

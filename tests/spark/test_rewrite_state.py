@@ -21,7 +21,14 @@ from checkpoint_trees import age, reader_rows, tree_sha
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.demos.checkpoints import demo_query
+from state_runbooks.demos.continuation import continue_query
 from state_runbooks.runbooks import rewrite_state as rs
+from state_runbooks.runbooks.rewrite_state.demo import (
+    build_dedup_demo,
+    dedup_query,
+    operator_provider,
+)
+from state_runbooks.runbooks.rewrite_state.plan import plan_rewrite
 from state_runbooks.running.results import Summary
 from state_runbooks.safety import state_rewriter as rewriter
 from state_runbooks.session.spark_session import session_conf
@@ -49,7 +56,7 @@ def dedup_demo(spark, tmp_path_factory) -> str:
     """The deduplication demo (RocksDB, 3 batches, ids 0..29), built once: each test changes a
     copy of it."""
     path = str(tmp_path_factory.mktemp("dedup") / "ckpt")
-    rs.build_dedup_demo(spark, path, batches=3)
+    build_dedup_demo(spark, path, batches=3)
     return path
 
 
@@ -59,11 +66,11 @@ def test_the_rewriter_is_the_one_verified_and_takes_a_python_transform(spark, de
     """Reflection finds the constructor this runbook pins; a Python transform reaches Spark
     through the gateway's callback, sees every store's raw rows and what it returns is written:
     here a filter written in Python, proven on real state (the rows read back)."""
-    assert ".".join(spark.version.split(".")[:2]) in rs.VERIFIED_SPARK
+    assert ".".join(spark.version.split(".")[:2]) in rewriter.VERIFIED_SPARK
     cls = spark._jvm.java.lang.Class.forName(rewriter.REWRITER_CLASS)
     shapes = [tuple(str(t.getName()) for t in c.getParameterTypes()) for c in cls.getConstructors()]
-    assert shapes == [rs.VERIFIED_CONSTRUCTOR]
-    assert rs.rewriter_presence(spark).ok
+    assert shapes == [rewriter.VERIFIED_CONSTRUCTOR]
+    assert rewriter.rewriter_presence(spark).ok
     path = stopped_copy(dedup_demo, tmp_path / "dedup")
     shutil.copy(f"{path}/offsets/2", f"{path}/offsets/3")
     seen = []
@@ -72,7 +79,7 @@ def test_the_rewriter_is_the_one_verified_and_takes_a_python_transform(spark, de
         seen.append((operator_id, store, raw.columns))
         return raw.where("partition_key.id % 2 = 0")
 
-    ran = rs.run_rewriter(spark, "file:" + path, 2, "file:" + path, 3, keep_even)
+    ran = rewriter.run_rewriter(spark, "file:" + path, 2, "file:" + path, 3, keep_even)
     shutil.copy(f"{path}/commits/2", f"{path}/commits/3")
     assert ran.stores == [(0, "default")]
     assert seen == [(0, "default", list(rewriter.RAW_COLUMNS))]
@@ -104,7 +111,7 @@ def test_an_hdfs_aggregation_moves_to_rocksdb_at_a_new_location_and_continues_as
 
     checks = rs.check_requirements(ckpt, "rocksdb", "", output)
     assert checks.ok, rs.requirement_lines(checks)
-    plan = rs.plan_rewrite(ckpt)
+    plan = plan_rewrite(ckpt)
     dry = rs.rewrite(ckpt, "rocksdb", "", output, checks=checks, plan=plan)
     assert not dry.applied and not os.path.exists(output) and tree_sha(path) == original
 
@@ -118,16 +125,16 @@ def test_an_hdfs_aggregation_moves_to_rocksdb_at_a_new_location_and_continues_as
 
     # The query continues there exactly as on a copy never rewritten, on RocksDB.
     df = demo_query(spark, "window_agg", 10)
-    there = rs.continue_query(spark, df, output, batches=3, mode="update")
-    here = rs.continue_query(spark, df, reference, batches=3, mode="update")
+    there = continue_query(spark, df, output, batches=3, mode="update")
+    here = continue_query(spark, df, reference, batches=3, mode="update")
     assert there.output == here.output and len(there.output) >= 10
-    assert rs.operator_provider(there.progress[-1]) == "rocksdb"
-    assert rs.operator_provider(here.progress[-1]) == "hdfs"
+    assert operator_provider(there.progress[-1]) == "rocksdb"
+    assert operator_provider(here.progress[-1]) == "hdfs"
     assert (reader_rows(spark, output, WITH_PARTITION)
             == reader_rows(spark, reference, WITH_PARTITION))
 
     summary = Summary("rewrite_state", path, spark.version)
-    rs.summarize(summary, checks, done, plan)
+    rs.summarize(summary, done)
     got = summary.to_dict()
     assert {k: got[k] for k in ("status", "applied", "provider_before", "provider_after",
                                 "rows_before", "rows_after", "rows_dropped", "rows_equal",
@@ -163,8 +170,8 @@ def test_a_deduplication_loses_exactly_the_dropped_keys_in_place_which_come_thro
     assert len(before) - len(after) == 10
 
     # Batch 3 brings ids 0..9 again: they come through here, not on the copy never rewritten.
-    again = rs.continue_query(spark, rs.dedup_query(spark), path)
-    never = rs.continue_query(spark, rs.dedup_query(spark), reference)
+    again = continue_query(spark, dedup_query(spark), path)
+    never = continue_query(spark, dedup_query(spark), reference)
     assert [r.split(",")[0] for r in again.output] == [f"Row(id={i}" for i in range(10)]
     assert never.output == []
 
@@ -186,7 +193,7 @@ def test_many_keys_are_dropped_through_a_shuffle_and_placed_again(spark, dedup_d
     done = rs.rewrite(Checkpoint(spark, path), "", "key.id % 3 = 0", dry_run=False,
                       backup_dir=str(tmp_path / "b"))
     assert done.verified and done.rows_ok, done.lines
-    again = rs.continue_query(spark, rs.dedup_query(spark), path)
+    again = continue_query(spark, dedup_query(spark), path)
     assert [int(r.split("id=")[1].split(",")[0]) for r in again.output] == [0, 3, 6, 9]
 
 
@@ -223,8 +230,8 @@ def test_an_hdfs_operator_moves_to_rocksdb_and_continues_as_before(spark, shape_
     assert reader_rows(spark, output, WITH_PARTITION) == rows_before
     assert len(rows_before) == (4 if workload == "join" else 1)
     df = demo_query(spark, workload, run.rows_per_batch)
-    there = rs.continue_query(spark, df, output, batches=2)
-    here = rs.continue_query(spark, df, reference, batches=2)
+    there = continue_query(spark, df, output, batches=2)
+    here = continue_query(spark, df, reference, batches=2)
     assert there.output == here.output
     assert (reader_rows(spark, output, WITH_PARTITION)
             == reader_rows(spark, reference, WITH_PARTITION))
@@ -237,7 +244,7 @@ def test_a_join_loses_a_key_on_all_four_stores(spark, demo_factory, tmp_path):
     run = demo_factory("join", "rocksdb", batches=3, rows_per_batch=10, partitions=2)
     path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
     ckpt = Checkpoint(spark, path)
-    plan = rs.plan_rewrite(ckpt, "key.field0 = 'ord-27'")
+    plan = plan_rewrite(ckpt, "key.field0 = 'ord-27'")
     assert sum(plan.rows_dropped.values()) >= 4 and all(
         plan.rows_dropped[label] >= 1 for label in plan.rows_dropped)
     done = rs.rewrite(ckpt, "", "key.field0 = 'ord-27'", dry_run=False, plan=plan,
@@ -246,7 +253,7 @@ def test_a_join_loses_a_key_on_all_four_stores(spark, demo_factory, tmp_path):
     rows = reader_rows(spark, path, WITH_PARTITION)
     assert not any("ord-27'" in r for store in rows.values() for r in store)
     with session_conf(spark, {"spark.sql.streaming.join.stateFormatVersion": "2"}):
-        rs.continue_query(spark, demo_query(spark, "join", 10), path)
+        continue_query(spark, demo_query(spark, "join", 10), path)
 
 
 @pytest.mark.slow
@@ -257,12 +264,12 @@ def test_transform_with_state_drops_every_variable_and_timer_of_a_key(spark, sha
     run = shape_demo("transform_with_state")
     path = stopped_copy(run.checkpoint_path, tmp_path / "ckpt")
     ckpt = Checkpoint(spark, path)
-    plan = rs.plan_rewrite(ckpt, "key.user_id = 'user-1'")
+    plan = plan_rewrite(ckpt, "key.user_id = 'user-1'")
     assert plan.rows_dropped and all(v >= 1 for v in plan.rows_dropped.values()), plan.stores
     done = rs.rewrite(ckpt, "", "key.user_id = 'user-1'", dry_run=False, plan=plan,
                       backup_dir=str(tmp_path / "b"))
     assert done.verified and done.rows_ok, done.lines
-    rs.continue_query(spark, demo_query(spark, "transform_with_state", 10), path)
+    continue_query(spark, demo_query(spark, "transform_with_state", 10), path)
 
 
 @pytest.mark.slow
@@ -276,12 +283,12 @@ def test_transform_with_state_in_pandas_is_rewritten_at_a_new_location(spark, sh
     before = tree_sha(path)
     ckpt = Checkpoint(spark, path)
     output = str(tmp_path / "rewritten")
-    plan = rs.plan_rewrite(ckpt, "key.user_id = 'user-1'")
+    plan = plan_rewrite(ckpt, "key.user_id = 'user-1'")
     assert plan.rows_dropped and all(v >= 1 for v in plan.rows_dropped.values()), plan.stores
     done = rs.rewrite(ckpt, "", "key.user_id = 'user-1'", output, dry_run=False, plan=plan)
     assert done.applied and done.verified and done.rows_ok, done.lines
     assert tree_sha(path) == before
-    rs.continue_query(spark, demo_query(spark, "transform_with_state_pandas", 10), output)
+    continue_query(spark, demo_query(spark, "transform_with_state_pandas", 10), output)
 
 
 # -- refusals: one line, nothing changed ----------------------------------------------------------------
@@ -344,7 +351,7 @@ def test_a_drop_that_would_empty_a_store_or_matches_nothing(spark, dedup_demo, t
                              "nothing else is asked; nothing was changed (no new batch, no "
                              "backup)"]
     summary = Summary("rewrite_state", ckpt.root, spark.version)
-    rs.summarize(summary, rs.check_requirements(ckpt, "", "key.id > 1000"), nothing)
+    rs.summarize(summary, nothing)
     assert summary.status == "ok" and not summary.change_failed
     assert tree_sha(path) == original and not (tmp_path / "b").exists()
     emptied = rs.rewrite(ckpt, "", "key.id >= 0", dry_run=False, backup_dir=str(tmp_path / "b"),
@@ -371,7 +378,7 @@ def test_an_undo_right_after_the_rewrite_is_not_refused_for_its_own_batch(spark,
                    for line in undone.lines)
     assert tree_sha(path) == original
     summary = Summary("rewrite_state", ckpt.root, spark.version)
-    rs.summarize(summary, None, undone)
+    rs.summarize(summary, undone)
     details = summary.to_dict()
     assert (details["rows_after"], details["rows_before"]) == (
         {"0/default": 30}, {"0/default": 20})
@@ -395,7 +402,7 @@ def test_what_the_rewriter_does_not_handle_is_refused_before_it_is_called(spark,
 def test_spark_connect_is_told_in_one_line(spark, connect_spark, on_connect):
     """(``spark`` first: the classic session stays the one the other tests get.)"""
     with on_connect():
-        presence = rs.rewriter_presence(connect_spark)
+        presence = rewriter.rewriter_presence(connect_spark)
     assert not presence.ok and "Spark Connect" in presence.seen and "\n" not in presence.seen
 
 
@@ -411,7 +418,7 @@ def test_09_moves_an_aggregation_it_never_saw_to_rocksdb(spark, run_notebook, tm
           .option("startTimestamp", DEMO_START_MS).load()
           .groupBy((F.col("value") % 13).alias("store"), (F.col("value") % 3).alias("region"))
           .agg(F.count("*").alias("n"), F.sum("value").alias("total")))
-    rs.continue_query(spark, df, path, batches=3, provider="hdfs", partitions=4, mode="update")
+    continue_query(spark, df, path, batches=3, provider="hdfs", partitions=4, mode="update")
     reference = stopped_copy(path, tmp_path / "orders-never-rewritten")
     age(path)
     original, rows_before = tree_sha(path), reader_rows(spark, path, WITH_PARTITION)
@@ -420,8 +427,8 @@ def test_09_moves_an_aggregation_it_never_saw_to_rocksdb(spark, run_notebook, tm
     assert summary["status"] == "ok" and summary["applied"] is True, summary["findings"]
     assert summary["rows_equal"] is True and summary["provider_after"] == "rocksdb"
     assert tree_sha(path) == original and reader_rows(spark, output, WITH_PARTITION) == rows_before
-    there = rs.continue_query(spark, df, output, batches=2, mode="update")
-    here = rs.continue_query(spark, df, reference, batches=2, mode="update")
+    there = continue_query(spark, df, output, batches=2, mode="update")
+    here = continue_query(spark, df, reference, batches=2, mode="update")
     assert there.output == here.output and there.output
     assert (reader_rows(spark, output, WITH_PARTITION)
             == reader_rows(spark, reference, WITH_PARTITION))
@@ -439,7 +446,7 @@ def test_09_drops_chosen_keys_of_a_deduplication_it_never_saw(spark, run_noteboo
     events = (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", 20)
               .option("startTimestamp", DEMO_START_MS).load()
               .select((F.col("value") % 50).alias("user"), "value").dropDuplicates(["user"]))
-    rs.continue_query(spark, events, dedup, batches=2, provider="rocksdb", partitions=3)
+    continue_query(spark, events, dedup, batches=2, provider="rocksdb", partitions=3)
     age(dedup)
     original = tree_sha(dedup)
     summary = run_notebook("09_rewrite_state", checkpoint_path=dedup,
@@ -449,7 +456,7 @@ def test_09_drops_chosen_keys_of_a_deduplication_it_never_saw(spark, run_noteboo
     assert summary["rows_dropped"] == {"0/default": 5} and summary["rows_before"] == {
         "0/default": 40}
     assert Path(summary["backup_dir"].removeprefix("file:")).is_dir()
-    again = rs.continue_query(spark, events, dedup, batches=1)  # values 40..59: users 40..49, 0..9
+    again = continue_query(spark, events, dedup, batches=1)  # values 40..59: users 40..49, 0..9
     users = sorted(int(r.split("user=")[1].split(",")[0]) for r in again.output)
     assert users == list(range(5)) + list(range(40, 50))
     undone = rs.undo(Checkpoint(spark, dedup), summary["journal_path"], dry_run=False, force=True)

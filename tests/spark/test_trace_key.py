@@ -14,6 +14,7 @@ from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_placement import key_width_cut, partition_of
 from state_runbooks.core.state_reader import read_unit
 from state_runbooks.runbooks import trace_key as tk
+from state_runbooks.runbooks.trace_key.demo import trace_demo_keys
 from state_runbooks.runbooks.trace_key.history import FEED_KINDS
 from state_runbooks.running.results import Summary
 
@@ -80,7 +81,7 @@ def test_a_key_never_seen_and_one_partition_read(spark, demo_factory):
                        d["partitions"])
     ckpt = Checkpoint(spark, run.checkpoint_path)
     before = tree_checksums(spark, ckpt.root)
-    demo = tk.run_demo(ckpt)
+    demo = trace_demo_keys(ckpt)
     assert tree_checksums(spark, ckpt.root) == before  # the views of one partition changed nothing
     assert demo.never_seen.status.status == "never_seen"
     assert demo.evicted.status.status == "evicted"

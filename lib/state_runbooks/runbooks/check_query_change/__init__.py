@@ -24,11 +24,12 @@ from .demo import (
     DEMO,
     DEMO_JOB_FILE,
     DemoChange,
+    DemoResult,
     demo_lines,
     demo_verdicts,
     expected_demo_verdicts,
     job_to_check,
-    run_demo_changes,
+    run_demo,
 )
 from .exercise import try_it
 from .report import (
@@ -47,8 +48,8 @@ from .report import (
 __all__ = [
     "try_it",
     "Check", "add_rehearsal", "check_query_change", "halves", "job_to_check",
-    "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "demo_lines", "demo_verdicts",
-    "expected_demo_verdicts", "run_demo_changes",
+    "CHANGES", "DEMO", "DEMO_JOB_FILE", "DemoChange", "DemoResult", "demo_lines",
+    "demo_verdicts", "expected_demo_verdicts", "run_demo",
     "DEFAULT_FUNCTION", "JobQuery", "load_job",
     "checks_lines", "ignored_lines", "prediction_line", "rehearsal_lines", "side_by_side_lines",
     "summarize",

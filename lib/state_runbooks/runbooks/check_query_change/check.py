@@ -15,7 +15,7 @@ from .plan_text import explain_text, plan_facts
 from .rehearsal import Rehearsal, rehearse
 from .source_changes import compare_sources
 from .sources import checkpoint_sources, query_sources
-from .verdict import Verdict, decide
+from .verdict import RestartVerdict, decide
 
 
 @dataclass
@@ -25,7 +25,7 @@ class Check:
     probe: Probe
     rehearsal: Rehearsal | None
     settings: list
-    verdict: Verdict
+    verdict: RestartVerdict
     rehearse_asked: bool = True
 
     @property

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
+from state_runbooks.core.fs import tree_checksums
 from state_runbooks.demos.jobs import events_per_window
 from state_runbooks.query.job import load_job
 from state_runbooks.running.parameters import check_not_placeholder
@@ -46,6 +47,24 @@ def run_demo_changes(spark, ckpt, rehearse_change: bool = True) -> list[DemoChan
         out.append(DemoChange(function, description,
                               check_query_change(spark, ckpt, job, rehearse_change)))
     return out
+
+
+@dataclass
+class DemoResult:
+    """Everything the demo did, for :func:`~.report.what_this_showed`."""
+    changes: list[DemoChange]  # the demo job's three changes, each judged (and rehearsed)
+    files: int  # the checkpoint's files, sidecars included
+    unchanged: bool  # their checksums after the three checks equal the ones before
+
+
+def run_demo(rb, check: Check) -> DemoResult:
+    """The demo's three changes on its checkpoint (``rb``: what ``start_runbook`` returned),
+    rehearsed where the notebook's own check was (``check``), the checkpoint's files hashed
+    before and after."""
+    spark, ckpt = rb.spark, rb.checkpoint
+    before = tree_checksums(spark, ckpt.root)
+    changes = run_demo_changes(spark, ckpt, check.rehearse_asked)
+    return DemoResult(changes, len(before), tree_checksums(spark, ckpt.root) == before)
 
 
 def demo_verdicts(changes: list[DemoChange]) -> dict:

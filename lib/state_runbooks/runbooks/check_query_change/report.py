@@ -6,6 +6,7 @@ from state_runbooks.common.spark_settings import SHUFFLE_PARTITIONS_CONF
 from state_runbooks.core.state_schemas import KEY_NOT_COMPATIBLE, VALUE_NOT_COMPATIBLE
 
 from .check import Check
+from .demo import DemoResult
 
 MARK = {"same": "same", "accepted": "ok", "changes": "CHANGES", "ignored": "IGNORED",
         "fails": "FAILS", "unknown": "UNKNOWN"}
@@ -167,11 +168,11 @@ def summarize(summary, check: Check) -> None:
         summary.add_finding("info", "prediction_differs", check.disagreement)
 
 
-def what_this_showed(changes: list, files: int, unchanged: bool) -> list[str]:
-    """The demo's lessons, each with the figures of this run: per change of the demo job
-    (``changes``: its ``DemoChange`` list) what Spark does with it and why, then the rehearsals
-    against the other checks and the checkpoint's ``files`` (``unchanged``: their checksums
-    equal the ones taken before)."""
+def what_this_showed(result: DemoResult) -> list[str]:
+    """The demo's lessons, each with the figures of this run: per change of the demo job what
+    Spark does with it and why, then the rehearsals against the other checks and the
+    checkpoint's files (unchanged: their checksums equal the ones taken before)."""
+    changes, files, unchanged = result.changes, result.files, result.unchanged
     lines = []
     for c in changes:
         check = c.check

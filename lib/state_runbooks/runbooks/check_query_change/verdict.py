@@ -24,7 +24,9 @@ STATUS = {"fails": "critical", "unknown": "warning"}
 
 
 @dataclass
-class Verdict:
+class RestartVerdict:
+    """Whether the changed query restarts on the checkpoint (restarts, fails or unknown), by the
+    one rule, with the checks that ran and those that could not."""
     restart: str  # restarts, fails or unknown
     status: str  # ok, warning or critical
     error_class: str | None = None  # the failing check's Spark error class
@@ -80,7 +82,7 @@ def rehearsal_row(rehearsal) -> Difference | None:
                       "the rehearsal did not finish: it says nothing of the restart")
 
 
-def decide(comparison: Comparison, probe, rehearsal, rehearse_asked: bool) -> Verdict:
+def decide(comparison: Comparison, probe, rehearsal, rehearse_asked: bool) -> RestartVerdict:
     """Set the rows Spark's check and the rehearsal decide; then the one rule."""
     checked, not_checked = [], []
     if probe.available:
@@ -122,7 +124,7 @@ def decide(comparison: Comparison, probe, rehearsal, rehearse_asked: bool) -> Ve
         restart, error_class, message = "restarts", None, ""
     status = STATUS.get(restart) or ("warning" if any(
         r.verdict in ("changes", "ignored") for r in comparison.rows) else "ok")
-    return Verdict(restart, status, error_class, message, checked, not_checked)
+    return RestartVerdict(restart, status, error_class, message, checked, not_checked)
 
 
 def _first_cause(failing: list[Difference]) -> Difference:

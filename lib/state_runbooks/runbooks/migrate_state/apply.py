@@ -47,6 +47,12 @@ MIGRATE = Change("migration", ".migrate-", "migrate_state", ("migrate", "undo"))
 class Migrated(RewriteOutcome):
     restart_check: str | None = None  # Spark's restart check on the result: "passes" or the error
     stores: list[UnitDiff] = field(default_factory=list)  # every store read back
+    # What it acted on: the runbook's one result holds them, for the summary and the demo.
+    checks: Checks | None = field(default=None, repr=False)
+    change: SchemaChange | None = field(default=None, repr=False)
+    plan: Plan | None = field(default=None, repr=False)  # None: the state could not be read
+    fill: dict = field(default_factory=dict, repr=False)
+    job: object = field(default=None, repr=False)  # the changed query, as the job builds it
 
 
 class _Migrate:
@@ -213,7 +219,8 @@ def migrate(ckpt: Checkpoint, checks: Checks, schema: SchemaChange, plan: Plan |
     """Migrate the checkpoint's state to the changed query's schema (dry run unless asked), after
     the notebook showed ``checks`` and ``plan``."""
     out = Migrated("migrate", dry_run, provider_before=checks.provider_before,
-                   provider_after=checks.provider_after, output_path=checks.output_path or None)
+                   provider_after=checks.provider_after, output_path=checks.output_path or None,
+                   checks=checks, change=schema, plan=plan, fill=fill, job=job)
     if plan is None:
         out.refused = checks.refusal() or "no plan: the state could not be read"
     elif plan.problems and not checks.refusal():

@@ -71,9 +71,12 @@ def compare_with_scratch(spark, migrated: str, scratch: str, filled: list[str]) 
     return int(row["keys"]), int(row["same"]), int(row["filled"])
 
 
-def run_demo(spark, ckpt: Checkpoint, job, change: SchemaChange, plan: Plan,
-             fill: dict) -> DemoResult:
-    """The whole way on the demo (see the module's docstring)."""
+def run_demo(rb, planned: Migrated) -> DemoResult:
+    """The whole way on the demo (see the module's docstring; ``rb``: what ``start_runbook``
+    returned), from the dry run the notebook's steps made: its job, schema change, plan and
+    fill."""
+    spark, ckpt = rb.spark, rb.checkpoint
+    job, change, plan, fill = planned.job, planned.change, planned.plan, planned.fill
     before = tree_checksums(spark, ckpt.root)
     output = ckpt.root + "-migrated"
     checks = check_requirements(ckpt, change, "", output, force=True)

@@ -78,12 +78,13 @@ def alternatives_lines(ckpt: Checkpoint, checks: Checks) -> list[str]:
             + new_checkpoint_lines(ckpt, "(b) a new checkpoint:", "for the changed query"))
 
 
-def summarize(summary, checks: Checks | None, change: SchemaChange | None, plan: Plan | None,
-              out: Outcome | None) -> None:
-    """The runbook's keys and findings in the run summary (``out``: the migration, or the undo,
-    this run did; None when it did neither)."""
-    undo = out is not None and out.mode == "undo"
+def summarize(summary, out: Outcome) -> None:
+    """The runbook's keys and findings in the run summary (``out``: the migration this run did
+    or planned, with the checks, the schema change and the plan it acted on; or the undo)."""
+    undo = out.mode == "undo"
     migrated = out if isinstance(out, Migrated) else None
+    checks, change, plan = ((migrated.checks, migrated.change, migrated.plan) if migrated else
+                            (None, None, None))
     stores = {}
     for store in (change.stores if change and not undo else []):
         planned = plan.store(store.label) if plan else None
@@ -102,13 +103,13 @@ def summarize(summary, checks: Checks | None, change: SchemaChange | None, plan:
         change.spark_check and change.spark_check.available and not undo else None,
         "stores": stores,
         "restart_check_after": migrated.restart_check if migrated else None,
-        "verified": out.verified if out is not None and out.applied else None})
+        "verified": out.verified if out.applied else None})
     summarize_change(summary, MIGRATE, None if undo else checks, out,
                      bool(checks and checks.spark_cannot),
                      "state migrated to the changed query's schema; Spark's restart check "
                      "passes on it and every store was read back as planned; "
                      + (f"at {checks.output_path}" if checks and checks.output_path else
-                        f"journal {out.journal_path if out else None}"))
+                        f"journal {out.journal_path}"))
 
 
 def demo_lines(result: DemoResult) -> list[str]:

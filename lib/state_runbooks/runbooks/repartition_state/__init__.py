@@ -10,32 +10,22 @@ One module per concern:
   (:mod:`state_runbooks.safety.change`): Spark's call and its verification; ``undo``;
 - :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary, and
   what the demo showed;
-- :mod:`.demo`: the demo's query continued on the new count, next to a run never repartitioned.
+- :mod:`.demo`: the demo, and the whole way on it: repartitioned, its query continued on the new
+  count next to a run never repartitioned, and undone.
 """
 from state_runbooks.safety.requirements import requirement_lines
 
 from .apply import REPARTITION, Repartitioned, repartition, undo
-from .checks import (
-    MIN_SPARK,
-    VERIFIED_FAMILIES,
-    VERIFIED_SPARK,
-    Checks,
-    Requirement,
-    check_requirements,
-    current_partitions,
-)
-from .demo import RestartCompared, continue_demo
+from .checks import check_requirements
+from .demo import DEMO, DemoResult, run_demo
 from .exercise import try_it
-from .forecast import UnitScan, forecast, rows_equal, scan_state, scan_unit
+from .forecast import forecast
 from .report import alternatives_lines, forecast_lines, summarize, what_this_showed
 
 __all__ = [
     "try_it",
     "REPARTITION", "Repartitioned", "repartition", "undo",
-    "RestartCompared", "continue_demo",
-    "MIN_SPARK", "VERIFIED_FAMILIES", "VERIFIED_SPARK", "Checks", "Requirement",
-    "check_requirements",
-    "current_partitions",
-    "UnitScan", "forecast", "rows_equal", "scan_state", "scan_unit",
-    "alternatives_lines", "forecast_lines", "requirement_lines", "summarize", "what_this_showed",
+    "DEMO", "DemoResult", "run_demo",
+    "check_requirements", "forecast", "requirement_lines",
+    "alternatives_lines", "forecast_lines", "summarize", "what_this_showed",
 ]

@@ -29,10 +29,16 @@ ENFORCE_EXACTLY_ONCE_SINK = True  # Spark's default: never skip a failed batch o
 
 @dataclass
 class Repartitioned(Outcome):
+    """What a repartition did (or, in a dry run, would do), with what it acted on: the runbook's
+    one result, which the summary reads."""
     num_partitions_before: int | None = None
     num_partitions_after: int | None = None
     rows_equal: bool | None = None
     after: list[UnitScan] = field(default_factory=list)
+    checks: Checks | None = field(default=None, repr=False)  # the requirements, as checked
+    # The scan of the last committed batch on the current count, with the forecast (None: not
+    # taken, or a live writer raced it).
+    before: list[UnitScan] | None = field(default=None, repr=False)
 
 
 class _Repartition:
@@ -83,13 +89,15 @@ def repartition(ckpt: Checkpoint, num_partitions: int, dry_run: bool = True,
     the forecast) are taken here unless given: a notebook shows them first and passes them on."""
     checks = checks or check_requirements(ckpt, num_partitions, force, quiet_minutes)
     out = Repartitioned("repartition", dry_run, num_partitions_before=checks.num_partitions_before,
-                        num_partitions_after=checks.num_partitions_after)
+                        num_partitions_after=checks.num_partitions_after, checks=checks,
+                        before=before)
     if not dry_run and checks.refusal() is None:
         if num_partitions == 0:
             raise RunbookError("num_partitions=0 only forecasts (twice the current count): pass "
                                "the new count explicitly to apply")
         if before is None:
             before, checks = forecast(ckpt, checks)
+            out.before, out.checks = before, checks
             out.refused = checks.refusal()  # a live writer moved the logs under the scan
     return apply_change(ckpt, _Repartition(ckpt, checks, before), checks, out,
                         backup_dir=backup_dir, quiet_minutes=quiet_minutes)

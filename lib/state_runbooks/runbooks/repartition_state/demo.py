@@ -1,14 +1,23 @@
-"""The demo's last claim: the query continues on the new count and keeps the same state as a run
-that was never repartitioned (a copy kept before the change)."""
+"""The demo: a windowed count on RocksDB, repartitioned the whole way: from the plan the notebook's
+steps made, applied (journaled and backed up), the query continued on the new count next to a run
+that was never repartitioned (a copy kept before the change), then undone byte for byte."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.fs import copy_tree, open_fs, tree_checksums
 from state_runbooks.core.state_diff import KEY_AND_VALUE, all_equal, diff_checkpoints
 from state_runbooks.demos.faults import restart_demo
+from state_runbooks.safety.safekeeping import Outcome
 
+from .apply import Repartitioned, repartition, undo
 from .checks import current_partitions
+
+# A 3-second windowed count per user on RocksDB (Spark's repartition does not take the
+# HDFS-backed provider): three batches of 10 events in 2 partitions.
+DEMO = {"workload": "window_agg", "provider": "rocksdb", "batches": 3, "rows_per_batch": 10,
+        "partitions": 2}
 
 
 @dataclass
@@ -17,6 +26,18 @@ class RestartCompared:
     same_state: bool  # every store: the same rows as the run never repartitioned
     output_rows: tuple[int, int]  # rows the restarted batches wrote: here, never repartitioned
     lines: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DemoResult:
+    """Everything the demo did, for :func:`~.report.what_this_showed`."""
+    planned: Repartitioned  # the notebook's own step (a dry run): its checks and forecast
+    done: Repartitioned  # applied with force=True (the demo is seconds old)
+    backup_kept: bool  # the backup folder is there after the change
+    continued: RestartCompared
+    undone: Outcome
+    same_bytes: bool  # after the undo, every file's checksum as before the repartition
+    files: int  # the checkpoint's files before the repartition, sidecars included
 
 
 def continue_demo(spark, demo, path: str, reference: str, batches: int = 1) -> RestartCompared:
@@ -40,3 +61,20 @@ def continue_demo(spark, demo, path: str, reference: str, batches: int = 1) -> R
              + "; ".join(f"{d.label} {d.found} vs {d.expected} rows" for d in diffs)
              + (", equal (checksums of every key and value)" if same else ", DIFFERENT")]
     return RestartCompared(parts, same, written, lines)
+
+
+def run_demo(rb, planned: Repartitioned) -> DemoResult:
+    """The whole way on the demo (``rb``: what ``start_runbook`` returned), from the dry run the
+    notebook's steps made: a copy kept first, the repartition applied on the count asked, one
+    batch more here and on the copy, then the undo, compared file by file with before."""
+    spark, ckpt = rb.spark, rb.checkpoint
+    reference = copy_tree(spark, ckpt.root, ckpt.root + "-never-repartitioned")
+    files_before = tree_checksums(spark, ckpt.root)
+    done = repartition(ckpt, planned.checks.num_partitions_after, dry_run=False, force=True,
+                       before=planned.before)
+    backup_kept = open_fs(spark, done.backup_dir).exists()
+    continued = continue_demo(spark, rb.demo, ckpt.root, reference, batches=1)
+    undone = undo(ckpt.refresh(), done.journal_path, dry_run=False, force=True)
+    same_bytes = tree_checksums(spark, ckpt.root) == files_before
+    return DemoResult(planned, done, backup_kept, continued, undone, same_bytes,
+                      len(files_before))

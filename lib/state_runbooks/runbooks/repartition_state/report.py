@@ -10,7 +10,7 @@ from state_runbooks.safety.safekeeping import Outcome
 
 from .apply import REPARTITION, Repartitioned
 from .checks import Checks
-from .demo import RestartCompared
+from .demo import DemoResult
 from .forecast import UnitScan
 
 
@@ -68,13 +68,13 @@ def alternatives_lines(ckpt: Checkpoint, checks: Checks) -> list[str]:
                "and 06 Monitor state whether it keeps growing."])
 
 
-def summarize(summary, checks: Checks | None, out: Outcome | None,
-              scans: list[UnitScan] | None = None) -> None:
-    """The runbook's keys and findings in the run summary (``out``: the repartition, or the undo,
-    this run did; None when it did neither). After an undo the counts describe the state it
-    restored."""
-    undo = out is not None and out.mode == "undo"
-    applied = bool(out and out.applied and not undo)
+def summarize(summary, out: Outcome) -> None:
+    """The runbook's keys and findings in the run summary (``out``: the repartition this run did
+    or planned, with the checks and the forecast it acted on; or the undo). After an undo the
+    counts describe the state it restored."""
+    undo = out.mode == "undo"
+    applied = bool(out.applied and not undo)
+    checks, scans = (out.checks, out.before) if isinstance(out, Repartitioned) else (None, None)
     if undo:
         restored = getattr(out, "journal", None) or {}
         before, after = (restored.get("num_partitions_after"),
@@ -90,16 +90,16 @@ def summarize(summary, checks: Checks | None, out: Outcome | None,
     summarize_change(summary, REPARTITION, None if undo else checks, out,
                      bool(checks and checks.spark_cannot),
                      f"state on {after} partitions, rows equal; journal "
-                     f"{out.journal_path if out else None}")
+                     f"{out.journal_path}")
 
 
-def what_this_showed(checks: Checks, scans: list[UnitScan], done: Repartitioned,
-                     continued: RestartCompared, undone: Outcome, same_bytes: bool,
-                     files: int) -> list[str]:
+def what_this_showed(result: DemoResult) -> list[str]:
     """The demo's lessons, each with the figures of this run: the placement rule and the
-    forecast (``scans``), the requirements (``checks``), the repartition and its verification
-    (``done``), the query continued on the new count (``continued``), and the undo (``undone``;
-    ``same_bytes``: the checkpoint's ``files`` checksums equal the ones taken before)."""
+    forecast, the requirements (both from the step the demo started from), the repartition and
+    its verification, the query continued on the new count, and the undo."""
+    checks, scans = result.planned.checks, result.planned.before
+    done, continued, undone = result.done, result.continued, result.undone
+    files = result.files
     n0, n1 = checks.num_partitions_before, checks.num_partitions_after
     rows = sum(s.rows for s in scans)
     placed = [s for s in scans if s.after is not None]
@@ -136,6 +136,6 @@ def what_this_showed(checks: Checks, scans: list[UnitScan], done: Repartitioned,
                     "DIFFERS from that of a copy never repartitioned"))
     lines.append(f"undo, from the journal, put back all {files} files (sidecars included) as "
                  "they were, byte for byte"
-                 if undone.verified and same_bytes else
+                 if undone.verified and result.same_bytes else
                  f"undo did NOT give back the {files} files as they were")
     return lines

@@ -14,63 +14,23 @@ One module per concern:
 - :mod:`.verify`: every store row by row, the pinned provider read back;
 - :mod:`.report`: the lines a reader sees, the alternatives where Spark cannot, the summary, and
   what the demo showed;
-- :mod:`.demo`: the deduplication demo and a query continued on a rewritten checkpoint.
+- :mod:`.demo`: the demo, the whole way: the move continued beside a copy never rewritten, the
+  deduplication demo's drop, continued and undone.
 """
-from state_runbooks.demos.continuation import Continued, continue_query
-from state_runbooks.safety.requirements import (
-    TARGET_PROVIDERS,
-    check_target_provider,
-    requirement_lines,
-)
-from state_runbooks.safety.state_rewriter import (
-    VERIFIED_CONSTRUCTOR,
-    VERIFIED_SPARK,
-    rewriter_presence,
-    run_rewriter,
-)
+from state_runbooks.safety.requirements import check_target_provider, requirement_lines
 
 from .apply import REWRITE, Rewritten, rewrite, undo
-from .checks import VERIFIED_FAMILIES, Checks, Requirement, check_requirements
-from .demo import build_dedup_demo, dedup_query, operator_provider, state_comparison
+from .checks import check_requirements
+from .demo import DEMO, DemoResult, run_demo
 from .exercise import try_it
-from .plan import Plan, StorePlan, plan_rewrite, plan_unless_active
-from .report import (
-    alternatives_lines,
-    pinned_lines,
-    plan_lines,
-    summarize,
-    what_this_showed,
-)
+from .plan import plan_unless_active
+from .report import alternatives_lines, pinned_lines, plan_lines, summarize, what_this_showed
 
 __all__ = [
     "try_it",
-    "REWRITE",
-    "TARGET_PROVIDERS",
-    "VERIFIED_CONSTRUCTOR",
-    "VERIFIED_FAMILIES",
-    "VERIFIED_SPARK",
-    "Checks",
-    "Continued",
-    "Plan",
-    "Requirement",
-    "Rewritten",
-    "StorePlan",
-    "alternatives_lines",
-    "build_dedup_demo",
-    "check_requirements",
-    "check_target_provider",
-    "continue_query",
-    "dedup_query",
-    "operator_provider",
-    "pinned_lines",
-    "plan_lines",
-    "plan_rewrite", "plan_unless_active",
-    "requirement_lines",
-    "rewrite",
-    "rewriter_presence",
-    "run_rewriter",
-    "state_comparison",
-    "summarize",
-    "undo",
-    "what_this_showed",
+    "REWRITE", "Rewritten", "rewrite", "undo",
+    "DEMO", "DemoResult", "run_demo",
+    "check_requirements", "check_target_provider", "requirement_lines",
+    "plan_unless_active",
+    "alternatives_lines", "pinned_lines", "plan_lines", "summarize", "what_this_showed",
 ]

@@ -8,7 +8,7 @@ its logs and the rewritten state; undo removes it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import first_line
 from state_runbooks.core.checkpoint import Checkpoint
@@ -30,7 +30,11 @@ REWRITE = Change("rewrite", ".rewrite-", "rewrite_state", ("rewrite", "undo"))
 
 @dataclass
 class Rewritten(RewriteOutcome):
+    """What a rewrite did (or, in a dry run, would do), with what it acted on: the runbook's one
+    result, which the summary reads."""
     rows_ok: bool | None = None  # every store as planned, row by row
+    checks: Checks | None = field(default=None, repr=False)  # the requirements, as checked
+    plan: Plan | None = field(default=None, repr=False)  # None: the state could not be read
 
 
 class _Rewrite:
@@ -123,7 +127,8 @@ def rewrite(ckpt: Checkpoint, target_provider: str = "", drop_keys_where: str = 
     if plan is None and checks.refusal() is None:
         plan, checks = plan_unless_active(ckpt, checks, drop_keys_where, allow_empty_state)
     out = Rewritten("rewrite", dry_run, provider_before=checks.provider_before,
-                    provider_after=checks.provider_after, output_path=checks.output_path or None)
+                    provider_after=checks.provider_after, output_path=checks.output_path or None,
+                    checks=checks, plan=plan)
     if plan is not None and checks.refusal() is None and plan.nothing_to_do(checks):
         out.lines.append(f"nothing to do: drop_keys_where={plan.drop_keys_where!r} matches no "
                          "key, and nothing else is asked; nothing was changed (no new batch, no "

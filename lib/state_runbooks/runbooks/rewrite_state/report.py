@@ -12,13 +12,12 @@ from state_runbooks.common.spark_settings import (
 )
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import operator_model
-from state_runbooks.demos.continuation import Continued
 from state_runbooks.safety.change import new_checkpoint_lines, summarize_change
 from state_runbooks.safety.safekeeping import Outcome
 
 from .apply import REWRITE, Rewritten
 from .checks import Checks
-from .demo import operator_provider
+from .demo import DemoResult
 from .plan import Plan
 
 _PINNED = ((PROVIDER_CONF, "provider"),
@@ -83,13 +82,13 @@ def alternatives_lines(ckpt: Checkpoint, checks: Checks) -> list[str]:
                "whether it keeps growing."])
 
 
-def summarize(summary, checks: Checks | None, out: Outcome | None,
-              plan: Plan | None = None) -> None:
-    """The runbook's keys and findings in the run summary (``out``: the rewrite, or the undo,
-    this run did; None when it did neither). After an undo the rows and the provider describe
-    the state it restored."""
-    undo = out is not None and out.mode == "undo"
-    applied = bool(out and out.applied and not undo)
+def summarize(summary, out: Outcome) -> None:
+    """The runbook's keys and findings in the run summary (``out``: the rewrite this run did or
+    planned, with the checks and the plan it acted on; or the undo). After an undo the rows and
+    the provider describe the state it restored."""
+    undo = out.mode == "undo"
+    applied = bool(out.applied and not undo)
+    checks, plan = (out.checks, out.plan) if isinstance(out, Rewritten) else (None, None)
     dropping = bool(plan and plan.drop_keys_where)
     rows_ok = getattr(out, "rows_ok", None) if applied else None
     if undo:
@@ -111,8 +110,7 @@ def summarize(summary, checks: Checks | None, out: Outcome | None,
             "drop_keys_where": plan.drop_keys_where if plan else None,
             "rows_equal": rows_ok if not dropping else None,
             "rows_as_planned": rows_ok if dropping else None})
-    if out is not None and not out.applied and out.lines and \
-            out.lines[-1].startswith("nothing to do"):
+    if not out.applied and out.lines and out.lines[-1].startswith("nothing to do"):
         summary.add_finding("info", "nothing_to_rewrite", out.lines[-1])
     summarize_change(summary, REWRITE, None if undo else checks, out,
                      bool(checks and checks.spark_cannot),
@@ -120,18 +118,16 @@ def summarize(summary, checks: Checks | None, out: Outcome | None,
                      + (f", keys where {plan.drop_keys_where} dropped" if dropping else "")
                      + ", every store verified row by row; "
                      + (f"at {checks.output_path}" if checks.output_path else
-                        f"journal {out.journal_path if out else None}") if checks else "")
+                        f"journal {out.journal_path}") if checks else "")
 
 
-def what_this_showed(checks: Checks, plan: Plan, moved: Rewritten, there: Continued,
-                     here: Continued, dedup_plan: Plan, dropped: Rewritten, again: Continued,
-                     never: Continued, undone: Outcome, same_bytes: bool,
-                     files: int) -> list[str]:
-    """The demo's lessons, each with the figures of this run: the move (``plan``, ``moved``) and
-    the query continued on it (``there``) beside the copy never rewritten (``here``); the drop
-    (``dedup_plan``, ``dropped``), what its query let through again (``again``, against
-    ``never``), and the undo (``undone``; ``same_bytes``: the ``files`` checksums equal the ones
-    taken before)."""
+def what_this_showed(result: DemoResult) -> list[str]:
+    """The demo's lessons, each with the figures of this run: the move and the query continued
+    on it beside the copy never rewritten; the drop, what its query let through again (against
+    the copy never rewritten), and the undo."""
+    checks, plan, moved = result.planned.checks, result.planned.plan, result.moved
+    there, here, dropped = result.there, result.here, result.dropped
+    dedup_plan, files = dropped.plan, result.files
     before, after = checks.provider_before, checks.provider_after
     rows = sum(plan.rows_before.values())
     where = "a new checkpoint" if checks.output_path else "this checkpoint"
@@ -140,7 +136,7 @@ def what_this_showed(checks: Checks, plan: Plan, moved: Rewritten, there: Contin
              if moved.verified and moved.rows_ok else
              f"the move from {before} to {after} was NOT verified"
              + (" and was undone on its own" if moved.auto_undone else "")]
-    ran = (operator_provider(there.progress[-1]), operator_provider(here.progress[-1]))
+    ran = result.providers
     lines.append(f"{len(there.progress)} more batches wrote the same {len(there.output)} rows on "
                  f"{ran[0]} as on the copy never rewritten, still on {ran[1]}: the provider "
                  "changed, the results did not" if there.output == here.output else
@@ -157,9 +153,10 @@ def what_this_showed(checks: Checks, plan: Plan, moved: Rewritten, there: Contin
                  + ("verified row by row" if dropped.verified and dropped.rows_ok else
                     "NOT verified"))
     lines.append(f"without a watermark a deduplication never forgets an id: when the dropped ids "
-                 f"came again, {len(again.output)} rows came through after the drop and "
-                 f"{len(never.output)} on the copy never rewritten")
+                 f"came again, {len(result.again.output)} rows came through after the drop "
+                 f"and {len(result.never.output)} on the copy never rewritten")
     lines.append(f"undo, from the journal, put back all {files} files of the deduplication "
-                 "(sidecars included) as they were, byte for byte" if undone.verified and same_bytes else
+                 "(sidecars included) as they were, byte for byte"
+                 if result.undone.verified and result.same_bytes else
                  f"undo did NOT give back the {files} files as they were")
     return lines

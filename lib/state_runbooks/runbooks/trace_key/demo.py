@@ -43,6 +43,12 @@ class DemoTraces:
     never_seen: Trace
 
 
-def run_demo(ckpt: Checkpoint) -> DemoTraces:
+def trace_demo_keys(ckpt: Checkpoint) -> DemoTraces:
+    """The demo's three keys, each traced through ``ckpt``."""
     return DemoTraces(trace_key(ckpt, present_key()), trace_key(ckpt, EVICTED),
                       trace_key(ckpt, NEVER_SEEN))
+
+
+def run_demo(rb) -> DemoTraces:
+    """The demo's three keys traced (``rb``: what ``start_runbook`` returned)."""
+    return trace_demo_keys(rb.checkpoint)

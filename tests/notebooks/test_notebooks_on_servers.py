@@ -230,8 +230,8 @@ def test_recover_over_connect_diagnoses_and_plans_as_classic_and_changes_nothing
     ckpt = Checkpoint(spark, broken)
     diag = recover_corrupted_state.diagnose(ckpt)
     summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
-    recover_corrupted_state.summarize(summary, diag,
-                                      recover_corrupted_state.plan_rollback(ckpt, diag), None)
+    recover_corrupted_state.summarize(summary, recover_corrupted_state.Recovery(
+        diag, recover_corrupted_state.plan_rollback(ckpt, diag)))
     classic = summary.to_dict()
 
     # Applying needs file moves, which Spark Connect cannot make outside Databricks: one line,

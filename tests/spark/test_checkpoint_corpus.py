@@ -302,7 +302,7 @@ def test_05_finds_nothing_broken_and_plans_nothing(spark, corpus, name):
     plan = recovery.plan_rollback(ckpt, diag)
     recovery.plan_lines(plan)
     summary = _summary(spark, "recover_corrupted_state", ckpt)
-    recovery.summarize(summary, diag, plan, None)
+    recovery.summarize(summary, recovery.Recovery(diag, plan))
     assert diag.nothing_broken, (recovery.problem_lines(diag), recovery.load_lines(diag))
     assert plan.moves == [], recovery.plan_lines(plan)
     assert summary.status != "critical", summary.findings

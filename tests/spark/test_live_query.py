@@ -96,7 +96,7 @@ def live_copy(demo_factory, tmp_path, provider: str) -> str:
 
 def summary_of(spark, ckpt, diag) -> Summary:
     summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
-    recovery.summarize(summary, diag, recovery.plan_rollback(ckpt, diag), None)
+    recovery.summarize(summary, recovery.Recovery(diag, recovery.plan_rollback(ckpt, diag)))
     return summary
 
 
@@ -134,7 +134,7 @@ def test_rollback_and_repartition_refuse_a_running_query(spark, demo_factory, tm
                                 backup_dir=str(tmp_path / "b05"))
         assert not out.applied and out.refused.startswith("the query looks active")
         summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
-        recovery.summarize(summary, diag, plan, out)
+        recovery.summarize(summary, recovery.Recovery(diag, plan, out))
         assert summary.change_failed and summary.to_dict()["change_failed"]
 
         # 07: refused, nothing changed
@@ -221,7 +221,7 @@ def test_a_forced_rollback_stops_at_the_live_writer_and_puts_back(spark, demo_fa
         assert journal["status"] == "stopped" and journal["stopped"]["put_back"]
         assert journal["stopped"]["moved_before"] >= 1
         summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
-        recovery.summarize(summary, diag, plan, out)
+        recovery.summarize(summary, recovery.Recovery(diag, plan, out))
         assert summary.change_failed
         assert unchanged_by_us(before, path, query) == []
         assert not list((tmp_path / "b" / "moved").rglob("*")) or all(

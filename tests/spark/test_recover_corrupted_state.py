@@ -275,7 +275,7 @@ def test_nothing_broken_reports_so_and_plans_nothing(spark, setups, copy_checkpo
     assert tree_sha(path) == before
     from state_runbooks.running.results import Summary
     summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
-    recovery.summarize(summary, diag, plan, outcome)
+    recovery.summarize(summary, recovery.Recovery(diag, plan, outcome))
     assert summary.status == "ok" and summary.details["broken"] == []
     assert summary.details["plan"]["moves"] == [] and summary.details["applied"] is False
 
@@ -437,7 +437,7 @@ def without_sidecars(path: str) -> str:
 def status_of(spark, ckpt, diag) -> str:
     from state_runbooks.running.results import Summary
     summary = Summary("recover_corrupted_state", ckpt.root, spark.version)
-    recovery.summarize(summary, diag, recovery.plan_rollback(ckpt, diag), None)
+    recovery.summarize(summary, recovery.Recovery(diag, recovery.plan_rollback(ckpt, diag)))
     return summary.status
 
 

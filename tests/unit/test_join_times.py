@@ -1,11 +1,11 @@
 """04 says the date its times share once, and then shows times of day only."""
-from state_runbooks.runbooks.diagnose_join_mismatch import Verdict, common_day, times_line
+from state_runbooks.runbooks.diagnose_join_mismatch import KeyVerdict, common_day, times_line
 
 
-def _verdict(*times: str) -> Verdict:
+def _verdict(*times: str) -> KeyVerdict:
     side = {"times": list(times), "rows_now": 1, "removed_batch": None,
             "removed_at_watermark": None, "matched": False}
-    return Verdict("ord-1", "waiting_for_right", {"left": side, "right": {**side, "times": []},
+    return KeyVerdict("ord-1", "waiting_for_right", {"left": side, "right": {**side, "times": []},
                                                   "watermark": "2023-11-14 22:13:24"})
 
 

@@ -21,12 +21,15 @@ One module per concern:
 - :mod:`.pairs`: the time condition on a key's pairs of event times
 - :mod:`.classification`: the categories, decided for every key by Spark (``classify``)
 - :mod:`.resolve`: the parameters checked against the checkpoint, the time bounds read from it
-- :mod:`.verdicts`: ``diagnose`` and its ``Diagnosis``; each key's ``Verdict``, explained
-- :mod:`.report`: the counts, the per-key table and the run summary
+- :mod:`.verdicts`: ``diagnose`` and its ``Diagnosis``; each key's ``KeyVerdict`` (its category
+  and evidence), explained; the keys a run shows (``show_keys``)
+- :mod:`.demo`: the demo checkpoint's spec, and the classic examples rebuilt on it (``run_demo``)
+- :mod:`.report`: the counts, the per-key table, the run summary and what the demo showed
 """
 from state_runbooks.common.spark_settings import WATERMARK_DELAY_METADATA
 
 from .classification import CATEGORIES, UNDECIDED, classify
+from .demo import DEMO, DemoResult, run_demo
 from .exercise import try_it
 from .history import (
     CHANGE_FEED,
@@ -47,7 +50,12 @@ from .report import (
     verdicts_table,
     what_this_showed,
 )
-from .resolve import resolve_join, time_bounds_from_checkpoint
+from .resolve import (
+    NO_SUCH_COLUMN,
+    resolve_join,
+    time_bounds_from_checkpoint,
+    time_column_refusal,
+)
 from .spec import (
     JOIN_OPERATOR,
     ROWS_STORE,
@@ -58,7 +66,15 @@ from .spec import (
     find_join_operator,
     join_operators,
 )
-from .verdicts import Diagnosis, Verdict, common_day, diagnose, explain
+from .verdicts import (
+    Diagnosis,
+    KeyVerdict,
+    ShownKeys,
+    common_day,
+    diagnose,
+    explain,
+    show_keys,
+)
 
 __all__ = [
     "try_it",
@@ -68,7 +84,9 @@ __all__ = [
     "history_rows", "key_history", "method_reason", "unreadable_reason",
     "PAIR_CHECKED", "closest_pair",
     "CATEGORIES", "UNDECIDED", "classify",
-    "WATERMARK_DELAY_METADATA", "resolve_join", "time_bounds_from_checkpoint",
-    "Diagnosis", "Verdict", "common_day", "diagnose", "explain",
+    "DEMO", "DemoResult", "run_demo",
+    "WATERMARK_DELAY_METADATA", "NO_SUCH_COLUMN", "resolve_join", "time_bounds_from_checkpoint",
+    "time_column_refusal",
+    "Diagnosis", "KeyVerdict", "ShownKeys", "common_day", "diagnose", "explain", "show_keys",
     "counts_lines", "summarize", "times_line", "verdicts_table", "what_this_showed",
 ]

@@ -4,8 +4,9 @@ findings of the summary.
 from __future__ import annotations
 
 from .classification import CATEGORIES
+from .demo import DemoResult
 from .spec import JoinSpec
-from .verdicts import Diagnosis, Verdict, common_day
+from .verdicts import Diagnosis, KeyVerdict, ShownKeys, common_day
 
 
 def counts_lines(diagnosis: Diagnosis) -> list[str]:
@@ -19,14 +20,14 @@ def counts_lines(diagnosis: Diagnosis) -> list[str]:
     return lines
 
 
-def times_line(verdicts: list[Verdict]) -> str:
+def times_line(verdicts: list[KeyVerdict]) -> str:
     """Said once above the table and the explanations: the zone, and the date the times share."""
     day = common_day(verdicts)
     return (f"Times are UTC, all on {day}: the table and the sentences show the time of day."
             if day else "Times are UTC.")
 
 
-def verdicts_table(verdicts: list[Verdict], spec: JoinSpec):
+def verdicts_table(verdicts: list[KeyVerdict], spec: JoinSpec):
     """The per-key table: key, category, each side's rows and times (of day, when they share a
     date: :func:`times_line`), the gap."""
     import pandas as pd
@@ -50,8 +51,10 @@ def verdicts_table(verdicts: list[Verdict], spec: JoinSpec):
     } for v in verdicts])
 
 
-def summarize(summary, diagnosis: Diagnosis, verdicts: list[Verdict]) -> None:
-    """Fill the summary: the common keys of this runbook and one finding per kind of mismatch."""
+def summarize(summary, shown: ShownKeys) -> None:
+    """Fill the summary: the common keys of this runbook and one finding per kind of mismatch,
+    with the verdicts of the keys shown."""
+    diagnosis, verdicts = shown.diagnosis, shown.verdicts
     counts = dict(diagnosis.counts)
     counts["never_seen"] = sum(v.category == "never_seen" for v in verdicts)
     advice = {
@@ -80,11 +83,12 @@ def summarize(summary, diagnosis: Diagnosis, verdicts: list[Verdict]) -> None:
     })
 
 
-def what_this_showed(diagnosis: Diagnosis, spec: JoinSpec, examples: list[Verdict]) -> list[str]:
+def what_this_showed(demo: DemoResult) -> list[str]:
     """The demo's lessons, each with the figures of this run: the keys the join matched and
-    those still waiting in its state (``diagnosis``), the time bounds read from the watermark's
-    evictions and the keys outside them (``spec``), a waiting key's deadline, and an evicted key
-    against one that never arrived, as the ``examples`` (verdicts with evidence) show them."""
+    those still waiting in its state (the diagnosis), the time bounds read from the watermark's
+    evictions and the keys outside them (its spec), a waiting key's deadline, and an evicted key
+    against one that never arrived, as the demo's examples (verdicts with evidence) show them."""
+    diagnosis, spec, examples = demo.diagnosis, demo.diagnosis.spec, demo.examples
     counts = diagnosis.counts
     first = {}
     for v in examples:
@@ -127,5 +131,5 @@ def what_this_showed(diagnosis: Diagnosis, spec: JoinSpec, examples: list[Verdic
     return lines
 
 
-def _key(v: Verdict) -> str:
+def _key(v: KeyVerdict) -> str:
     return v.key if isinstance(v.key, str) else "(" + ", ".join(map(str, v.key)) + ")"

@@ -14,6 +14,8 @@ from state_runbooks.core.checkpoint import Checkpoint
 from .history import _side_samples, history_method, key_history, unreadable_reason
 from .spec import JoinSide, JoinSpec, TimeBounds, find_join_operator
 
+NO_SUCH_COLUMN = "no_such_column"  # the wrong time column a run shows its refusal of
+
 
 def _watermark_column(value_schema) -> tuple[str | None, int | None]:
     for f in value_schema.fields:
@@ -84,6 +86,19 @@ def resolve_join(ckpt: Checkpoint, operator_id: int = -1, left_time_column: str 
     upper = bounds.upper if upper_bound_seconds is None else float(upper_bound_seconds)
     return dataclasses.replace(spec, lower_bound_seconds=lower, upper_bound_seconds=upper,
                                bounds=bounds)
+
+
+def time_column_refusal(ckpt: Checkpoint, operator_id: int = -1, right_time_column: str = "",
+                        lower_bound_seconds: float | None = None,
+                        upper_bound_seconds: float | None = None, batch_id: int = -1) -> str:
+    """The one line a left time column the state does not hold gets (shown, not raised): it
+    names the columns that are there."""
+    try:
+        resolve_join(ckpt, operator_id, NO_SUCH_COLUMN, right_time_column, lower_bound_seconds,
+                     upper_bound_seconds, batch_id)
+    except RunbookError as error:
+        return f"RunbookError: {error}"
+    return f"resolved: the state holds a column {NO_SUCH_COLUMN!r}"
 
 
 def time_bounds_from_checkpoint(ckpt: Checkpoint, spec: JoinSpec, batch: int) -> TimeBounds:

@@ -1,6 +1,6 @@
 """The diagnosis of a join at one batch (``diagnose``, ``Diagnosis``): every key classified, and
-for the keys asked about or shown, a ``Verdict`` with its evidence and a few sentences explaining
-it (``explain``).
+for the keys asked about or shown, a ``KeyVerdict`` (one key's category and its evidence) and a few
+sentences explaining it (``explain``); the keys a run shows (``show_keys``).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from .spec import JoinSpec
 
 # -- results ------------------------------------------------------------------------------------
 @dataclass
-class Verdict:
+class KeyVerdict:
     """One key's category and the evidence for it (JSON-ready)."""
     key: object  # a string for a single-column key, else a list of the key's values
     category: str
@@ -76,7 +76,7 @@ class Diagnosis:
         return [v if isinstance(v, (str, int, float, bool)) or v is None else str(v)
                 for v in values]
 
-    def verdicts(self, ids: list) -> list[Verdict]:
+    def verdicts(self, ids: list) -> list[KeyVerdict]:
         """Verdicts for the given keys, in the order given (a key not in the state: never_seen)."""
         if not isinstance(ids, (list, tuple)):
             raise RunbookError(f"ids_to_verify must be a list of join key values, got {ids!r}")
@@ -84,7 +84,7 @@ class Diagnosis:
         found = self._evidence(wanted)
         return [found.get(key) or self._verdict(key, None) for key in wanted]
 
-    def examples(self, per_category: int = 3) -> list[Verdict]:
+    def examples(self, per_category: int = 3) -> list[KeyVerdict]:
         """Up to ``per_category`` keys of each category found, the oldest first (then by key)."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
@@ -101,7 +101,7 @@ class Diagnosis:
         picked.sort(key=lambda r: (order.index(r["category"]), r["_n"]))
         return self._verdicts(picked)
 
-    def _verdicts(self, found: list) -> list[Verdict]:
+    def _verdicts(self, found: list) -> list[KeyVerdict]:
         """Verdicts of rows of ``per_key``, in their order."""
         cols = [f"k_{f}" for f in self.spec.key_fields]
         keys = [tuple(r[c] for c in cols) for r in found]
@@ -157,7 +157,7 @@ class Diagnosis:
             "_present": bool(agg[f"{p}_present"]),
         }
 
-    def _verdict(self, key: tuple, agg, times: dict | None = None) -> Verdict:
+    def _verdict(self, key: tuple, agg, times: dict | None = None) -> KeyVerdict:
         """A key's verdict from its row of ``per_key`` (None: the key is not in the history) and
         each side's event times (``_times``)."""
         spec = self.spec
@@ -198,9 +198,9 @@ class Diagnosis:
         for s in (left, right):
             s.pop("_tmax_now")
             s.pop("_present")
-        return Verdict(self._key_out(key), category, evidence)
+        return KeyVerdict(self._key_out(key), category, evidence)
 
-    def explain(self, verdict: Verdict, day: str | None = None) -> str:
+    def explain(self, verdict: KeyVerdict, day: str | None = None) -> str:
         """A few sentences a person can read, from the evidence alone; with ``day`` (the date every
         time shown shares, from :func:`common_day`), times of day only."""
         return explain(verdict, self.spec, day)
@@ -235,6 +235,28 @@ def diagnose(ckpt: Checkpoint, spec: JoinSpec, batch_id: int = -1, method: str =
                      history_rows(ckpt, spec, batch, method, start))
 
 
+@dataclass
+class ShownKeys:
+    """The keys a run shows, with their verdicts: those asked about, or with none the oldest of
+    each category (what the summary records)."""
+    diagnosis: Diagnosis
+    verdicts: list[KeyVerdict]
+    explained: list[KeyVerdict]  # explained in sentences: every key asked, else one per category
+
+
+def show_keys(diagnosis: Diagnosis, ids_to_verify: list, examples_per_category: int = 3
+              ) -> ShownKeys:
+    """The verdicts of ``ids_to_verify``, or with none up to ``examples_per_category`` keys of
+    each category, the first of each to be explained."""
+    if ids_to_verify:
+        verdicts = diagnosis.verdicts(ids_to_verify)
+        return ShownKeys(diagnosis, verdicts, verdicts)
+    verdicts = diagnosis.examples(examples_per_category)
+    explained = [v for i, v in enumerate(verdicts)
+                 if i == 0 or v.category != verdicts[i - 1].category]
+    return ShownKeys(diagnosis, verdicts, explained)
+
+
 def _one_of(cols: list[str], keys: list[tuple]):
     """A filter: the key columns ``cols`` equal one of ``keys``."""
     from pyspark.sql import functions as F
@@ -246,25 +268,25 @@ def _one_of(cols: list[str], keys: list[tuple]):
 _TIME = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{3})?")
 
 
-def _evidence_times(verdict: Verdict) -> list[str]:
+def _evidence_times(verdict: KeyVerdict) -> list[str]:
     return [m.group(0) for m in _TIME.finditer(str(verdict.evidence))]
 
 
-def common_day(verdicts: list[Verdict]) -> str | None:
+def common_day(verdicts: list[KeyVerdict]) -> str | None:
     """The date (``YYYY-MM-DD``) every time in the verdicts' evidence falls on, if they share one:
     then a report says it once and shows times of day only."""
     days = {t[:10] for v in verdicts for t in _evidence_times(v)}
     return days.pop() if len(days) == 1 else None
 
 
-def explain(verdict: Verdict, spec: JoinSpec, day: str | None = None) -> str:
+def explain(verdict: KeyVerdict, spec: JoinSpec, day: str | None = None) -> str:
     """A few sentences explaining a verdict, from its evidence alone; times of day only when
     ``day`` is the date they all share."""
     text = _explain(verdict, spec)
     return text.replace(f"{day} ", "") if day else text
 
 
-def _explain(verdict: Verdict, spec: JoinSpec) -> str:
+def _explain(verdict: KeyVerdict, spec: JoinSpec) -> str:
     e, cat = verdict.evidence, verdict.category
     key = (verdict.key if isinstance(verdict.key, str)
            else "(" + ", ".join(map(str, verdict.key)) + ")")

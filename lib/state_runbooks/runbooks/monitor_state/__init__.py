@@ -5,14 +5,45 @@ query running in this session.
 - ``event_log``: find applications' logs at a path and read their streaming progress events
 - ``listener``: watch an active query of this session through a ``StreamingQueryListener``
 - ``history``: progress objects -> tables per batch and per (batch, operator)
-- ``verdicts``: growth, late rows, commit time, memory, falling behind, RocksDB; with evidence;
-  and what the demo showed (``what_this_showed``)
-- ``monitor``: the notebook's start (source, history) and its summary
+- ``verdicts``: growth, late rows, commit time, memory, falling behind, RocksDB: each a
+  ``Finding`` with its evidence
+- ``monitor``: the steps: the source read into a history (``read_history``), and judged
+  (``judge_run``)
+- ``demo``: the demo's event log, written by a query in a child process
+- ``report``: the summary, and what the demo showed (``what_this_showed``)
 
 Its demo's event logs are written by :mod:`state_runbooks.demos.event_logs`.
 """
+from .demo import DEMO, run_demo
 from .exercise import try_it
-from .verdicts import what_this_showed
+from .monitor import (
+    Monitored,
+    MonitorRun,
+    judge_run,
+    plot,
+    read_history,
+    refusal,
+    start_options,
+    state_table,
+)
+from .report import summarize, what_this_showed
+from .verdicts import (
+    Thresholds,
+    commit_share,
+    falling_behind,
+    growth,
+    judge,
+    late_rows,
+    memory,
+    rocksdb,
+)
 
 __all__ = [
-    "try_it","what_this_showed"]
+    "try_it",
+    "DEMO", "run_demo",
+    "Monitored", "MonitorRun", "judge_run", "plot", "read_history", "refusal", "start_options",
+    "state_table",
+    "summarize", "what_this_showed",
+    "Thresholds", "commit_share", "falling_behind", "growth", "judge", "late_rows", "memory",
+    "rocksdb",
+]

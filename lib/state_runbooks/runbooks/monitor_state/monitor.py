@@ -1,32 +1,38 @@
-"""The runbook's start and end: choose the source, build the history, record the summary.
+"""The runbook's steps: choose the source and build the history, then judge it.
 
 Sources, one at a time: an event log (``event_log_path``), a query running in this session
 (``query_name`` / ``query_id``, watched for ``watch_seconds``), or with neither the demo: a stateful
-query run in a child process with the event log on, whose log is then read like any other.
+query run in a child process with the event log on (:mod:`.demo`), whose log is then read like any
+other.
 """
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.spark_settings import EXECUTOR_INSTANCES_CONF, MASTER_CONF
-from state_runbooks.demos.event_logs import DemoLog, write_demo_event_log
-from state_runbooks.running.start import RunContext, start_runbook
+from state_runbooks.demos.event_logs import DemoLog
+from state_runbooks.running.results import Finding
+from state_runbooks.running.start import RunbookContext
 from state_runbooks.session.spark_session import is_connect
 
 from . import event_log, listener
+from .demo import run_demo
 from .event_log import KEPT_PROPERTIES
-from .history import History, build_history, operators_summary
-from .verdicts import Verdict
+from .history import History, build_history
+from .verdicts import Thresholds, judge
 
 RUNBOOK = "monitor_state"
 
 
 @dataclass
-class MonitorRun(RunContext):
-    history: History = None
+class MonitorRun:
+    """The history read from the source, and where it came from."""
+    spark_version: str
+    history: History
     source: dict = field(default_factory=dict)  # kind (event_log, live, demo), path, app_id, ...
     demo: DemoLog | None = None
     log: event_log.EventLog | None = None
@@ -49,7 +55,7 @@ class MonitorRun(RunContext):
         name = f"'{h.query_name}' " if h.query_name else ""
         return (f"{RUNBOOK} on {origin}: query {name}{h.query_id}, {h.batches_seen} batches "
                 f"({_batch_range(h)}), {len(h.operator_names())} stateful operator(s), "
-                f"Spark {self.spark.version}")
+                f"Spark {self.spark_version}")
 
     def source_lines(self) -> list[str]:
         """What the source holds: applications and queries (event logs), or the watched query."""
@@ -92,33 +98,42 @@ def _session_facts(spark) -> dict:
     return facts
 
 
-def start_monitor(checkpoint_path: str = "", spark_master: str = "", summary_path: str = "",
-                  fail_on: str = "never", event_log_path: str = "", app_id: str = "",
-                  query_name: str = "", query_id: str = "", watch_seconds: float = 60,
-                  demo: dict | None = None) -> MonitorRun:
-    """Validate the parameters, read the chosen source and build the query's history. With no
-    source at all (no checkpoint, event log or query), the demo; a scheduled or command-line run
-    refuses it before Spark starts."""
+def start_options(event_log_path: str = "", query_name: str = "", query_id: str = "",
+                  watch_seconds: float = 60) -> dict:
+    """What ``start_runbook`` takes for this runbook beside the common parameters: its sources
+    (with none of them and no checkpoint, the demo, which a scheduled or command-line run refuses
+    before Spark starts) and the check of ``watch_seconds``."""
     def check_watch_seconds():
         if watch_seconds < 0:
             raise RunbookError(f"watch_seconds must be 0 or more, got {watch_seconds}")
 
-    rb = start_runbook(RUNBOOK, checkpoint_path, spark_master, summary_path, fail_on,
-                       require_state=False, placeholders={"event_log_path": event_log_path},
-                       checks=check_watch_seconds,
-                       sources={"event_log_path": event_log_path, "query_name": query_name,
-                                "query_id": query_id})
-    spark = rb.spark
+    return {"require_state": False, "placeholders": {"event_log_path": event_log_path},
+            "checks": check_watch_seconds,
+            "sources": {"event_log_path": event_log_path, "query_name": query_name,
+                        "query_id": query_id}}
+
+
+def read_history(rb: RunbookContext, event_log_path: str = "", app_id: str = "",
+                 query_name: str = "", query_id: str = "", watch_seconds: float = 60
+                 ) -> MonitorRun:
+    """Read the chosen source and build the query's history (``rb``: what ``start_runbook``
+    returned with :func:`start_options`); the checkpoint, if given, names the query by its id."""
     if rb.checkpoint is not None and not query_id:
         query_id = rb.checkpoint.query_id or ""
         if not (query_id or query_name or event_log_path):
             raise RunbookError(f"checkpoint {rb.checkpoint.root} has no metadata file, so the id "
                                "of its query is unknown: pass query_id, query_name or "
                                "event_log_path")
+    return _read(rb, event_log_path, app_id, query_name, query_id, watch_seconds)
+
+
+def _read(rb: RunbookContext, event_log_path: str, app_id: str, query_name: str, query_id: str,
+          watch_seconds: float) -> MonitorRun:
+    spark = rb.spark
     demo_log, log, apps = None, None, []
     if event_log_path or not (query_name or query_id):
         if not event_log_path:  # no source at all: the demo (start_runbook checked it is wanted)
-            demo_log = write_demo_event_log(**(demo or {}))
+            demo_log = run_demo(rb)
             event_log_path = demo_log.event_log_dir
         log, query_id, apps = event_log.load(spark, event_log_path, app_id, query_name, query_id)
         facts = {**log.properties, "executors": log.executors}
@@ -133,8 +148,36 @@ def start_monitor(checkpoint_path: str = "", spark_master: str = "", summary_pat
         source = {"kind": "live", "watch_seconds": watch_seconds,
                   "connect": is_connect(spark)}
         history = build_history(progress, "this session", _session_facts(spark))
-    return MonitorRun(rb.name, spark, rb.summary, summary_path, fail_on, history=history,
-                      source=source, demo=demo_log, log=log, applications=apps)
+    return MonitorRun(spark.version, history=history, source=source, demo=demo_log, log=log,
+                      applications=apps)
+
+
+def refusal(rb: RunbookContext, event_log_path: str = "", query_name: str = "") -> str:
+    """The one line a source that holds no such query gets (shown, not raised); with no
+    ``event_log_path``, a new empty folder's (it holds no event log)."""
+    try:
+        if event_log_path:
+            _read(rb, event_log_path, "", query_name, "", 0)
+        else:
+            with tempfile.TemporaryDirectory(prefix="state-runbooks-demo-") as empty:
+                _read(rb, empty, "", query_name, "", 0)
+    except RunbookError as error:
+        return f"RunbookError: {error}"
+    return "read: no refusal"
+
+
+@dataclass
+class Monitored:
+    """The one result of the runbook's steps: the history read, the thresholds it was judged
+    with and every finding on it (what the summary and ``what_this_showed`` read)."""
+    run: MonitorRun
+    thresholds: Thresholds
+    findings: list[Finding]
+
+
+def judge_run(run: MonitorRun, thresholds: Thresholds) -> Monitored:
+    """Every finding on the run's history, with what it was judged on."""
+    return Monitored(run, thresholds, judge(run.history, thresholds))
 
 
 def state_table(history: History) -> pd.DataFrame:
@@ -145,22 +188,6 @@ def state_table(history: History) -> pd.DataFrame:
                                              on="batch_id")
     return table[["batch_id", "num_input_rows", *columns[1:]]].sort_values(
         ["batch_id", "operator_index"])
-
-
-def summarize(run: MonitorRun, verdicts: list[Verdict]) -> None:
-    """Verdicts become findings; the history's figures go into the summary's details."""
-    for verdict in verdicts:
-        run.summary.add_finding(verdict.severity, verdict.code, verdict.message)
-    h = run.history
-    run.summary.details.update({
-        "source": run.source,
-        "query_id": h.query_id, "query_name": h.query_name,
-        "batches_seen": h.batches_seen,
-        "batch_ids": h.batches["batch_id"].astype(int).tolist(),
-        "num_input_rows": h.batches["num_input_rows"].astype(int).tolist(),
-        "batch_duration_ms": h.batches["batch_duration_ms"].astype(int).tolist(),
-        "operators": operators_summary(h),
-    })
 
 
 def plot(history: History, title: str = ""):

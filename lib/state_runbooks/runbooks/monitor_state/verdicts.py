@@ -1,4 +1,5 @@
-"""Verdicts on a query's history, each with the evidence it rests on.
+"""Verdicts on a query's history, each a :class:`~state_runbooks.running.results.Finding` with
+the evidence it rests on in its message.
 
 The thresholds are parameters of the runbook; their defaults and the reason for each are in
 :class:`Thresholds`. A verdict that the history cannot decide (too few batches, memory unknown) says
@@ -20,6 +21,7 @@ from state_runbooks.common.spark_settings import (
 )
 from state_runbooks.core.growth import is_rising, least_squares_slope
 from state_runbooks.core.state_limits import RESERVED_HEAP_BYTES, STATE_HEAP_SHARE
+from state_runbooks.running.results import Finding
 
 from .history import History
 
@@ -44,16 +46,6 @@ class Thresholds:
     # Batches whose processing rate is below their input rate; more than half of them means the
     # backlog grows more often than it shrinks.
     falling_behind_share: float = 0.5
-
-
-@dataclass
-class Verdict:
-    code: str  # stable, for alert routing
-    severity: str  # info, warning, critical
-    message: str  # one sentence with the evidence
-
-    def line(self) -> str:
-        return f"[{self.severity}] {self.code}: {self.message}"
 
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)b?\s*$", re.IGNORECASE)
@@ -114,7 +106,7 @@ def _rise_per_batch(later: pd.DataFrame) -> tuple[float, float]:
     return sum(steps[:half]) / half, sum(steps[-half:]) / half
 
 
-def growth(history: History, t: Thresholds) -> list[Verdict]:
+def growth(history: History, t: Thresholds) -> list[Finding]:
     """Per operator: does the state keep rising at the end of the window, and when would it reach
     the memory it has?"""
     out = []
@@ -125,7 +117,7 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
             .sort_values("batch_id")
         label = f"operator {operator_index} ({name})"
         if len(rows) < MIN_TREND_BATCHES:
-            out.append(Verdict("growth_unknown", "info", f"{label}: {len(rows)} batches are too few "
+            out.append(Finding("growth_unknown", "info", f"{label}: {len(rows)} batches are too few "
                                f"to tell growth from a young query filling up (need "
                                f"{MIN_TREND_BATCHES})"))
             continue
@@ -135,13 +127,13 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
                     f"-{int(later['batch_id'].iloc[-1])} ({share:+.1%}, {per_batch:+,.1f} rows "
                     f"per batch)")
         if not is_rising(later["num_rows_total"], min_points=2):  # the window has >= 4
-            out.append(Verdict("state_bounded", "info", f"{evidence}: bounded: it fell in some "
+            out.append(Finding("state_bounded", "info", f"{evidence}: bounded: it fell in some "
                                "batch of the window, so something evicts it"))
             continue
         early, late = _rise_per_batch(later)
         slowing = late <= early * SLOWING
         if slowing and share <= t.growth_warning_share:
-            out.append(Verdict("state_levelling", "info", f"{evidence}: it never fell, and its rise "
+            out.append(Finding("state_levelling", "info", f"{evidence}: it never fell, and its rise "
                                f"slowed from {early:+,.1f} to {late:+,.1f} rows a batch across the "
                                "window: levelling off"))
             continue
@@ -163,12 +155,12 @@ def growth(history: History, t: Thresholds) -> list[Verdict]:
         young = ("; nothing was evicted in this window: a young query still filling its "
                  "watermark horizon looks the same, so watch a longer window"
                  if rows["num_rows_removed"].fillna(0).sum() == 0 else "")
-        out.append(Verdict("state_growing", "warning", f"{evidence}: {trend}; look for a missing "
+        out.append(Finding("state_growing", "warning", f"{evidence}: {trend}; look for a missing "
                            f"watermark or a key without event time{young}{projection}"))
     return out
 
 
-def late_rows(history: History, t: Thresholds) -> list[Verdict]:
+def late_rows(history: History, t: Thresholds) -> list[Finding]:
     out = []
     for operator_index, name in history.operator_names():
         rows = history.operators[history.operators["operator_index"] == operator_index]
@@ -179,7 +171,7 @@ def late_rows(history: History, t: Thresholds) -> list[Verdict]:
         batches = rows.loc[dropped > 0, "batch_id"].astype(int).tolist()
         inputs = int(history.batches["num_input_rows"].fillna(0).sum())
         severity = "warning" if total >= t.late_rows_warning else "info"
-        out.append(Verdict("late_rows_dropped", severity,
+        out.append(Finding("late_rows_dropped", severity,
                            f"operator {operator_index} ({name}) dropped {total:,} rows behind the "
                            f"watermark in {len(batches)} of {len(rows)} batches (first in batch "
                            f"{batches[0]}; {total / max(inputs, 1):.1%} of {inputs:,} input rows): "
@@ -188,7 +180,7 @@ def late_rows(history: History, t: Thresholds) -> list[Verdict]:
     return out
 
 
-def commit_share(history: History, t: Thresholds) -> list[Verdict]:
+def commit_share(history: History, t: Thresholds) -> list[Finding]:
     """commitTimeMs is summed over the operator's state store instances (tasks run side by side),
     so the time one task spends committing is commitTimeMs / numStateStoreInstances."""
     out = []
@@ -205,14 +197,14 @@ def commit_share(history: History, t: Thresholds) -> list[Verdict]:
                    f"{float(np.nanmedian(per_task)):,.0f} ms (median), {median:.0%} of the median "
                    f"batch of {float(np.nanmedian(batch)):,.0f} ms")
         if median > t.commit_share_warning:
-            out.append(Verdict("commit_dominates", "warning", message + f", above "
+            out.append(Finding("commit_dominates", "warning", message + f", above "
                                f"{t.commit_share_warning:.0%}: writing state dominates the batch"))
         else:
-            out.append(Verdict("commit_share", "info", message))
+            out.append(Finding("commit_share", "info", message))
     return out
 
 
-def memory(history: History, t: Thresholds) -> list[Verdict]:
+def memory(history: History, t: Thresholds) -> list[Finding]:
     """The latest batch's state memory per executor against the heap it can use."""
     if history.operators.empty:
         return []
@@ -227,12 +219,12 @@ def memory(history: History, t: Thresholds) -> list[Verdict]:
         per_instance = f"{format_bytes(used)} in {instances} state store instances " \
                        f"({format_bytes(used / instances)} each)"
         if _is_rocksdb(last[last["operator_index"] == row["operator_index"]]):
-            out.append(Verdict("rocksdb_memory", "info", f"{label}: {per_instance}; RocksDB keeps "
+            out.append(Finding("rocksdb_memory", "info", f"{label}: {per_instance}; RocksDB keeps "
                                f"this in native memory outside the heap: cap it with "
                                f"spark.sql.streaming.stateStore.rocksdb.boundedMemory"))
             continue
         if not heap:
-            out.append(Verdict("memory_unknown", "info", f"{label}: {per_instance}; {heap_source}"))
+            out.append(Finding("memory_unknown", "info", f"{label}: {per_instance}; {heap_source}"))
             continue
         budget = max(heap - RESERVED_HEAP_BYTES, 0) * t.memory_share_warning
         per_executor = used / executors
@@ -240,14 +232,14 @@ def memory(history: History, t: Thresholds) -> list[Verdict]:
                    f"{executors} executor(s) against {format_bytes(budget)} "
                    f"({t.memory_share_warning:.0%} of the heap above 300 MB, {heap_source})")
         if per_executor > budget:
-            out.append(Verdict("state_memory_high", "warning", message + ": move to RocksDB or "
+            out.append(Finding("state_memory_high", "warning", message + ": move to RocksDB or "
                                "add executors (runbook 01)"))
         else:
-            out.append(Verdict("state_memory", "info", message))
+            out.append(Finding("state_memory", "info", message))
     return out
 
 
-def falling_behind(history: History, t: Thresholds) -> list[Verdict]:
+def falling_behind(history: History, t: Thresholds) -> list[Finding]:
     rates = history.batches[(history.batches["num_input_rows"] > 0)
                             & (history.batches["input_rows_per_second"] > 0)]
     if len(rates) < MIN_TREND_BATCHES:
@@ -258,8 +250,8 @@ def falling_behind(history: History, t: Thresholds) -> list[Verdict]:
                f"(median input {rates['input_rows_per_second'].median():,.1f} rows/s, processed "
                f"{rates['processed_rows_per_second'].median():,.1f} rows/s)")
     if share > t.falling_behind_share:
-        return [Verdict("falling_behind", "warning", message + ": the backlog grows")]
-    return [Verdict("keeping_up", "info", message)]
+        return [Finding("falling_behind", "warning", message + ": the backlog grows")]
+    return [Finding("keeping_up", "info", message)]
 
 
 ROCKSDB_WATCH = {  # metric -> why it is worth a look when it rises above 0
@@ -269,7 +261,7 @@ ROCKSDB_WATCH = {  # metric -> why it is worth a look when it rises above 0
 }
 
 
-def rocksdb(history: History, t: Thresholds) -> list[Verdict]:
+def rocksdb(history: History, t: Thresholds) -> list[Finding]:
     out = []
     for operator_index, name in history.operator_names():
         rows = history.operators[history.operators["operator_index"] == operator_index]
@@ -278,12 +270,12 @@ def rocksdb(history: History, t: Thresholds) -> list[Verdict]:
         for metric, why in ROCKSDB_WATCH.items():
             if metric in rows and rows[metric].fillna(0).sum() > 0:
                 hits = rows.loc[rows[metric].fillna(0) > 0, "batch_id"].astype(int).tolist()
-                out.append(Verdict("rocksdb_attention", "warning",
+                out.append(Finding("rocksdb_attention", "warning",
                                    f"operator {operator_index} ({name}): {metric} above 0 in "
                                    f"{len(hits)} batches (first {hits[0]}): {why}"))
         if "rocksdbSstFileSize" in rows:
             sst = rows.sort_values("batch_id")["rocksdbSstFileSize"].fillna(0)
-            out.append(Verdict("rocksdb_disk", "info", f"operator {operator_index} ({name}): SST files "
+            out.append(Finding("rocksdb_disk", "info", f"operator {operator_index} ({name}): SST files "
                                f"{format_bytes(sst.iloc[0])} -> {format_bytes(sst.iloc[-1])} on local "
                                f"disk over the window"))
     return out
@@ -292,112 +284,10 @@ def rocksdb(history: History, t: Thresholds) -> list[Verdict]:
 CHECKS = (growth, late_rows, commit_share, memory, falling_behind, rocksdb)
 
 
-def judge(history: History, thresholds: Thresholds | None = None) -> list[Verdict]:
+def judge(history: History, thresholds: Thresholds | None = None) -> list[Finding]:
     """Every verdict on the history, in a fixed order."""
     t = thresholds or Thresholds()
     if history.operators.empty:
-        return [Verdict("no_state", "info", f"query {history.query_id} has no stateful operator in "
+        return [Finding("no_state", "info", f"query {history.query_id} has no stateful operator in "
                         f"its {history.batches_seen} batches")]
     return [v for check in CHECKS for v in check(history, t)]
-
-
-
-def what_this_showed(history: History, thresholds: Thresholds) -> list[str]:
-    """The demo's lessons, each with the figures of this run's history: where they came from, the
-    state filling up and then levelling off as the watermark evicts, what the growth verdict
-    judges, the rows dropped behind the watermark, and what memory is judged against."""
-    per_batch = history.operators.groupby("batch_id")[
-        ["num_rows_total", "num_rows_updated", "num_rows_removed",
-         "num_rows_dropped_by_watermark"]].sum().fillna(0).astype(int)
-    operators = len(history.operator_names())
-    return [f"the event log, read after the query ended, gave back the progress Spark reported "
-            f"for each of its {history.batches_seen} batches "
-            f"({int(history.batches['batch_id'].min())}-{int(history.batches['batch_id'].max())}):"
-            f" one row per batch and stateful operator ({operators} here)",
-            _eviction_lesson(per_batch),
-            _growth_lesson(history, thresholds),
-            _late_rows_lesson(history, per_batch),
-            _memory_lesson(history, thresholds)]
-
-
-def _amount(values: pd.Series) -> str:
-    """The same number every time, or the range it took."""
-    low, high = int(values.min()), int(values.max())
-    return f"{low:,}" if low == high else f"{low:,} to {high:,}"
-
-
-def _eviction_lesson(per_batch: pd.DataFrame) -> str:
-    """Where the watermark starts evicting at least half of what each batch adds."""
-    total = per_batch["num_rows_total"]
-    evicting = per_batch[(per_batch["num_rows_removed"] > 0)
-                         & (per_batch["num_rows_removed"] * 2 >= per_batch["num_rows_updated"])]
-    if evicting.empty:
-        return (f"nothing evicted half of what a batch added: the state went from "
-                f"{int(total.iloc[0]):,} to {int(total.iloc[-1]):,} rows")
-    start = int(evicting.index[0])
-    before = total[total.index < start]
-    later = per_batch[per_batch.index >= start]
-    if before.empty:
-        return (f"the watermark evicted {_amount(later['num_rows_removed'])} rows a batch from "
-                f"batch {start} on")
-    rise = total[total.index >= before.index[-1]].diff().dropna()
-    return (f"the state filled up to {int(before.iloc[-1]):,} rows by batch "
-            f"{int(before.index[-1])}; from batch {start} the watermark evicted {_amount(later['num_rows_removed'])} rows "
-            f"a batch, and it rose by only {_amount(rise)} a batch")
-
-
-def _growth_lesson(history: History, t: Thresholds) -> str:
-    """What the growth verdict judged on the operator holding the most rows at the end."""
-    names = history.operator_names()
-    last = history.operators[history.operators["batch_id"] == history.operators["batch_id"].max()]
-    largest = int(last.sort_values(["num_rows_total", "operator_index"],
-                                   ascending=[False, True])["operator_index"].iloc[0])
-    verdict = growth(history, t)[[i for i, _ in names].index(largest)]
-    rows = history.operators[history.operators["operator_index"] == largest].sort_values("batch_id")
-    if verdict.code == "growth_unknown":
-        return (f"{len(rows)} batches are too few for a growth verdict (it needs "
-                f"{MIN_TREND_BATCHES}): a young query filling up looks like growth")
-    later, start, end, _share = _later_half(rows)
-    window = f"over batches {int(later['batch_id'].iloc[0])}-{int(later['batch_id'].iloc[-1])}"
-    change = f"{start:,} to {end:,} ({(end - start) / max(start, 1):+.1%})"
-    if verdict.code == "state_bounded":
-        return (f"{window} the rows fell in some batch, {change}: state_bounded, an info: the "
-                "verdict judges the trend, not the size of the change")
-    early, late = _rise_per_batch(later)
-    if verdict.code == "state_levelling":
-        return (f"{window} the rows never fell, {change}, and their rise slowed from {early:+,.1f} "
-                f"to {late:+,.1f} a batch: state_levelling, an info. The verdict judges the trend, "
-                "not the size of the change: a rise that does not slow is a warning however small")
-    return (f"{window} the rows never fell, {change}, {early:+,.1f} then {late:+,.1f} a batch: "
-            f"{verdict.code}, a {verdict.severity}, as "
-            + ("a rise that does not slow is a warning however small" if late > early * SLOWING
-               else f"it slows down but rose by more than {t.growth_warning_share:.0%}"))
-
-
-def _late_rows_lesson(history: History, per_batch: pd.DataFrame) -> str:
-    dropped = per_batch["num_rows_dropped_by_watermark"]
-    inputs = int(history.batches["num_input_rows"].fillna(0).sum())
-    if not dropped.sum():
-        return (f"none of the {inputs:,} input rows came behind the watermark: "
-                "numRowsDroppedByWatermark stayed 0")
-    hit = dropped[dropped > 0]
-    return (f"{int(dropped.sum()):,} of the {inputs:,} input rows came behind the watermark, "
-            f"{_amount(hit)} a batch in {len(hit)} batches from batch {int(hit.index[0])}: "
-            "dropped, missing from the output, and counted in numRowsDroppedByWatermark, which "
-            "counts the rows behind the watermark of the batch before; a row behind only the "
-            "batch's own watermark is not counted there, and the state does not keep it either")
-
-
-def _memory_lesson(history: History, t: Thresholds) -> str:
-    if _is_rocksdb(history.operators):
-        return ("RocksDB keeps this state in native memory, outside the heap; memory and commit "
-                "time vary by machine, so no check asserts them")
-    heap, heap_source = executor_heap(history.facts)
-    if not heap:
-        return (f"memory could not be judged ({heap_source}); memory and commit time vary by "
-                "machine, so no check asserts them")
-    budget = max(heap - RESERVED_HEAP_BYTES, 0) * t.memory_share_warning
-    return (f"HDFS-backed state lives on the heap: the memory verdict compares it with "
-            f"{format_bytes(budget)} per executor ({t.memory_share_warning:.0%} of the heap above "
-            f"300 MB; {heap_source}); memory and commit time vary by machine, so no check "
-            "asserts them")

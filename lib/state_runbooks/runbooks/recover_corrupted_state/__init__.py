@@ -6,7 +6,10 @@ One module per concern:
 - :mod:`.diagnose`: the load test, the last good batch, the file at fault;
 - :mod:`.plan`: what a rollback moves;
 - :mod:`.apply`: rollback and undo, through the procedure every changing runbook follows;
-- :mod:`.report`: the lines a reader sees and the run summary;
+- :mod:`.demo`: the demo, broken on purpose, and the whole way back on a copy (``run_demo``);
+- :mod:`.report`: the lines a reader sees, the run summary (of a ``Recovery``) and what the demo
+  showed;
+- :mod:`.log_damage`: damage to the logs and metadata files beside the state;
 
 Below it: Spark's loads and what a failed one means (:mod:`state_runbooks.core.state_loads`), the
 activity guard and the safekeeping of every change (:mod:`state_runbooks.safety`), the faults its
@@ -16,10 +19,12 @@ demo injects (:mod:`state_runbooks.demos.faults`).
 shape the reader cannot read is "unknown" and nothing is planned.
 """
 from .apply import ROLLBACK, Checks, Outcome, check_rollback, rollback, undo
+from .demo import DEMO, DemoResult, run_demo
 from .diagnose import Diagnosis, Probe, diagnose, linear_scan
 from .exercise import try_it
 from .plan import REPLAY_FROM_START, Plan, plan_lines, plan_rollback
 from .report import (
+    Recovery,
     bisection_lines,
     load_lines,
     options_lines,
@@ -27,6 +32,8 @@ from .report import (
     source_offsets_lines,
     structure_lines,
     summarize,
+    undo_lines,
+    way_back_lines,
     what_this_showed,
 )
 from .structure import Problem
@@ -34,8 +41,10 @@ from .structure import Problem
 __all__ = [
     "try_it",
     "ROLLBACK", "Checks", "Outcome", "check_rollback", "rollback", "undo",
+    "DEMO", "DemoResult", "run_demo",
     "Diagnosis", "Probe", "diagnose", "linear_scan",
     "REPLAY_FROM_START", "Plan", "plan_lines", "plan_rollback",
     "bisection_lines", "load_lines", "options_lines", "problem_lines", "source_offsets_lines",
-    "structure_lines", "summarize", "what_this_showed", "Problem",
+    "structure_lines", "summarize", "what_this_showed", "Recovery", "undo_lines",
+    "way_back_lines", "Problem",
 ]

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core import offset_log
@@ -195,83 +196,120 @@ def _backups_of_metadata(spark, root: str) -> dict[str, bytes]:
     return out
 
 
-def log_findings(spark, raw, root: str, inventory: dict, offsets: list[int], commits: list[int],
-                 has_crc: bool) -> list[dict]:
+@dataclass
+class Logs:
+    """What the damage checks read of a checkpoint: its files (without the checksum layer), their
+    inventory and the batches of its offsets and commits logs."""
+    spark: object
+    raw: object  # the checkpoint's file system, read without the checksum layer
+    root: str
+    inventory: dict  # relative path -> size, every file of the checkpoint
+    offsets: list[int]  # batches with an offsets entry, in order
+    commits: list[int]  # batches with a commit, in order
+    has_crc: bool = False  # the files have .crc sidecars to compare with
+
+    @property
+    def last_commit(self) -> int | None:
+        return self.commits[-1] if self.commits else None
+
+
+def log_findings(logs: Logs) -> list[dict]:
     """Every damaged log or metadata file: {path, problem, critical, moves, target, batch}.
     ``problem`` is one line: what is wrong, what Spark does on restart, the way back."""
-    out = []
-    last_commit = commits[-1] if commits else None
-    for rel in sorted(inventory):
-        kind = file_kind(rel)
-        if kind is None or is_checksum_file(rel):
-            continue
-        data = raw.read_bytes(rel)
-        found = damage_of(kind, data, sidecar_bytes(raw, inventory, rel) if has_crc else None)
-        if found is None:
-            continue
-        damage, what = found
-        batch = int(rel.split("/")[1]) if kind in ("offsets", "commits") else None
-        finding = {"path": rel, "kind": kind, "damage": damage, "batch": batch, "critical": True,
-                   "moves": [], "target": None}
-        if damage == "unknown":  # written by a newer Spark, not damaged: nothing to move
-            finding["critical"] = False
-            spark = ("this Spark may refuse it on restart (a newer Spark wrote it); nothing is "
-                     "planned: read it with the Spark that wrote it")
-        elif kind == "metadata":
-            qid, where = query_id_hint(data, _backups_of_metadata(spark, root))
-            keep = (f'write {{"id":"{qid}"}} into metadata (the id from {where})' if qid else
-                    f"restore metadata with the query's id: {where}")
-            spark = ("a restart fails reading it (Spark's JSON parser). Way back: " + keep +
-                     "; a new id would make the restarted query another query (sinks keyed on "
-                     "the query id, such as Delta's txnAppId, see its batches as new)")
-        elif kind == "offsets" and batch is not None and batch >= (offsets[-2] if len(offsets) > 1
-                                                                    else batch):
-            later = [b for b in commits if b >= batch] + [b for b in offsets if b > batch]
-            finding.update(moves=[f"commits/{b}" for b in sorted(set(commits)) if b >= batch]
-                           + [f"offsets/{b}" for b in offsets if b >= batch],
-                           target=batch - 1 if batch > 0 else None)
-            spark = (f"a restart fails reading it (Spark reads the newest two offsets entries). "
-                     f"Way back: move offsets/{batch}" + (" and the entries after it" if later
-                                                           else "") +
-                     (f" (with commits/{batch})" if batch in commits else "") +
-                     f" aside: Spark re-runs batch {batch} from batch {batch - 1}'s offsets")
-        elif kind == "offsets":
-            finding["critical"] = False
-            spark = ("a restart does not read it (only the newest two entries): the query runs "
-                     "on; a rollback to before it would need it")
-        elif kind == "commits" and batch == last_commit:
-            finding.update(moves=[f"commits/{batch}"], target=commits[-2] if len(commits) > 1
-                           else None)
-            spark = (f"a restart fails reading it (Spark reads the newest commit). Way back: move "
-                     f"commits/{batch} aside: batch {batch} then counts as in flight and Spark "
-                     "re-runs it, as after a crash")
-        elif kind == "commits":
-            finding["critical"] = False
-            spark = "a restart does not read it (only the newest commit): the query runs on"
-        elif kind == "operator_metadata":
-            finding.update(critical=False, moves=[rel], target=last_commit)
-            spark = ("a restart runs, but Spark writes this file only when it is missing, so it "
-                     "stays damaged and Spark's state-metadata source cannot list the operators. "
-                     "Way back: move it aside; the next batch writes it again")
-        elif kind == "state_schema":
-            finding.update(moves=[rel], target=last_commit)
-            spark = ("a restart fails reading it (java.io.EOFException). Way back: move it "
-                     "aside; the restarted query writes it again from its own schema")
-        else:
-            spark = _source_entry_way_back(finding, rel, newest_source_entries(raw, offsets),
-                                           commits)
-        finding["problem"] = f"{what}; {spark}"
-        out.append(finding)
-    return out
+    found = (_log_finding(logs, rel) for rel in sorted(logs.inventory))
+    return [finding for finding in found if finding is not None]
 
 
-def missing_findings(spark, raw, root: str, inventory: dict, offsets: list[int],
-                     commits: list[int]) -> list[dict]:
+def _log_finding(logs: Logs, rel: str) -> dict | None:
+    """The finding of one file, or None when it is no log file or it is sound."""
+    kind = file_kind(rel)
+    if kind is None or is_checksum_file(rel):
+        return None
+    data = logs.raw.read_bytes(rel)
+    found = damage_of(kind, data, sidecar_bytes(logs.raw, logs.inventory, rel)
+                      if logs.has_crc else None)
+    if found is None:
+        return None
+    damage, what = found
+    batch = int(rel.split("/")[1]) if kind in ("offsets", "commits") else None
+    finding = {"path": rel, "kind": kind, "damage": damage, "batch": batch, "critical": True,
+               "moves": [], "target": None}
+    finding["problem"] = f"{what}; {_on_restart(logs, finding, data)}"
+    return finding
+
+
+def _on_restart(logs: Logs, finding: dict, data: bytes) -> str:
+    """What Spark does with the damaged file on restart, and the way back; sets the finding's
+    ``critical``, ``moves`` and ``target`` to match."""
+    kind, rel = finding["kind"], finding["path"]
+    if finding["damage"] == "unknown":  # written by a newer Spark, not damaged: nothing to move
+        finding["critical"] = False
+        return ("this Spark may refuse it on restart (a newer Spark wrote it); nothing is "
+                "planned: read it with the Spark that wrote it")
+    if kind == "metadata":
+        return _metadata_way_back(logs, data)
+    if kind == "offsets":
+        return _offsets_way_back(logs, finding)
+    if kind == "commits":
+        return _commits_way_back(logs, finding)
+    if kind == "operator_metadata":
+        finding.update(critical=False, moves=[rel], target=logs.last_commit)
+        return ("a restart runs, but Spark writes this file only when it is missing, so it "
+                "stays damaged and Spark's state-metadata source cannot list the operators. "
+                "Way back: move it aside; the next batch writes it again")
+    if kind == "state_schema":
+        finding.update(moves=[rel], target=logs.last_commit)
+        return ("a restart fails reading it (java.io.EOFException). Way back: move it "
+                "aside; the restarted query writes it again from its own schema")
+    return _source_entry_way_back(finding, rel, newest_source_entries(logs.raw, logs.offsets),
+                                  logs.commits)
+
+
+def _metadata_way_back(logs: Logs, data: bytes) -> str:
+    qid, where = query_id_hint(data, _backups_of_metadata(logs.spark, logs.root))
+    keep = (f'write {{"id":"{qid}"}} into metadata (the id from {where})' if qid else
+            f"restore metadata with the query's id: {where}")
+    return ("a restart fails reading it (Spark's JSON parser). Way back: " + keep +
+            "; a new id would make the restarted query another query (sinks keyed on "
+            "the query id, such as Delta's txnAppId, see its batches as new)")
+
+
+def _offsets_way_back(logs: Logs, finding: dict) -> str:
+    """Spark reads the newest two offsets entries: one of them damaged stops the restart."""
+    batch, offsets, commits = finding["batch"], logs.offsets, logs.commits
+    if batch < (offsets[-2] if len(offsets) > 1 else batch):
+        finding["critical"] = False
+        return ("a restart does not read it (only the newest two entries): the query runs "
+                "on; a rollback to before it would need it")
+    later = [b for b in commits if b >= batch] + [b for b in offsets if b > batch]
+    finding.update(moves=[f"commits/{b}" for b in sorted(set(commits)) if b >= batch]
+                   + [f"offsets/{b}" for b in offsets if b >= batch],
+                   target=batch - 1 if batch > 0 else None)
+    return (f"a restart fails reading it (Spark reads the newest two offsets entries). "
+            f"Way back: move offsets/{batch}" + (" and the entries after it" if later else "")
+            + (f" (with commits/{batch})" if batch in commits else "")
+            + f" aside: Spark re-runs batch {batch} from batch {batch - 1}'s offsets")
+
+
+def _commits_way_back(logs: Logs, finding: dict) -> str:
+    """Spark reads the newest commit: that one damaged stops the restart."""
+    batch, commits = finding["batch"], logs.commits
+    if batch != logs.last_commit:
+        finding["critical"] = False
+        return "a restart does not read it (only the newest commit): the query runs on"
+    finding.update(moves=[f"commits/{batch}"], target=commits[-2] if len(commits) > 1 else None)
+    return (f"a restart fails reading it (Spark reads the newest commit). Way back: move "
+            f"commits/{batch} aside: batch {batch} then counts as in flight and Spark "
+            "re-runs it, as after a crash")
+
+
+def missing_findings(logs: Logs) -> list[dict]:
     """Missing log files that stop a restart: ``metadata`` (with logs present), the file source
     entry of the newest batch, and the offsets entry of the newest commit."""
+    raw, inventory, offsets, commits = logs.raw, logs.inventory, logs.offsets, logs.commits
     out = []
     if "metadata" not in inventory and (offsets or commits):
-        qid, where = query_id_hint(None, _backups_of_metadata(spark, root))
+        qid, where = query_id_hint(None, _backups_of_metadata(logs.spark, logs.root))
         where = f'write {{"id":"{qid}"}} into it, the id from {where}' if qid else where
         out.append({"path": "metadata", "kind": "metadata", "damage": "missing", "batch": None,
                     "critical": True, "moves": [], "target": None,

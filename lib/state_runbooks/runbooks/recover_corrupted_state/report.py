@@ -4,14 +4,25 @@ run summary's keys and findings.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from state_runbooks.common.formatting import id_ranges, source_offsets_lines  # noqa: F401 - 05's API
-from state_runbooks.core.state_diff import UnitDiff, all_equal
+from state_runbooks.core.state_diff import all_equal, diff_lines
 from state_runbooks.safety.change import summarize_change
 
 from .apply import ROLLBACK, Outcome
+from .demo import DemoResult
 from .diagnose import Diagnosis
 from .plan import Plan
+
+
+@dataclass
+class Recovery:
+    """What the runbook's steps produced, on the demo or a real checkpoint: what the summary
+    reads."""
+    diagnosis: Diagnosis
+    plan: Plan
+    outcome: Outcome | None = None  # of the rollback or undo asked for; None: diagnose only
 
 
 # -- presenting a diagnosis ------------------------------------------------------------------------
@@ -166,8 +177,9 @@ def resume_batch_id(diag: Diagnosis, plan: Plan) -> int | None:
     return g
 
 
-def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> None:
+def summarize(summary, result: Recovery) -> None:
     """The runbook's keys and findings in the run summary."""
+    diag, plan, outcome = result.diagnosis, result.plan, result.outcome
     summary.details.update({
         "last_committed_batch_id": diag.last_committed_batch_id,
         "last_good_batch_id": resume_batch_id(diag, plan),
@@ -207,14 +219,27 @@ def summarize(summary, diag: Diagnosis, plan: Plan, outcome: Outcome | None) -> 
     summary.details["applied"] = bool(outcome and outcome.applied)
 
 
-def what_this_showed(diag: Diagnosis, plan: Plan, deleted: str, done: Outcome,
-                     same: list[UnitDiff], undone: Outcome, byte_for_byte: bool,
-                     files: int) -> list[str]:
+def way_back_lines(demo: DemoResult) -> list[str]:
+    """The demo's rollback, restart and comparison with the intact copy, as the reader sees it."""
+    return [demo.rolled_back.lines[-1], f"restarted: {demo.reruns} batches re-run",
+            *diff_lines(demo.same, "never broken", f"at batch {demo.batch_id}")]
+
+
+def undo_lines(demo: DemoResult) -> list[str]:
+    """The demo's undo, and whether every file came back byte for byte."""
+    return [demo.undone.lines[-1],
+            f"same bytes as before the rollback: {demo.byte_for_byte} ({demo.files} files, "
+            "sidecars included)"]
+
+
+def what_this_showed(demo: DemoResult) -> list[str]:
     """The demo's lessons, each with the figures of this run: what one damaged file breaks and
-    the last good batch found (``diag``), what Spark answers when the state folder is gone
-    (``deleted``), the rollback of ``plan`` (``done``) and the restart compared with the intact
-    copy (``same``: each store compared), and the undo (``undone``; ``byte_for_byte``: the
+    the last good batch found (its diagnosis), what Spark answers when the state folder is gone
+    (``deleted``), the rollback of its plan (``rolled_back``) and the restart compared with the
+    intact copy (``same``: each store compared), and the undo (``undone``; ``byte_for_byte``: the
     checksums of the checkpoint's ``files`` equal the ones taken before the rollback)."""
+    diag, plan, deleted, done = demo.diagnosis, demo.plan, demo.deleted, demo.rolled_back
+    same, undone, byte_for_byte, files = demo.same, demo.undone, demo.byte_for_byte, demo.files
     c, g = diag.last_committed_batch_id, diag.last_good_batch_id
     lines = []
     damaged = [p for p in diag.problems if p.first_batch_id is not None]

@@ -29,7 +29,7 @@ from state_runbooks.core.state_files import (  # noqa: F401
 )
 from state_runbooks.core.state_loads import operators_of
 
-from .log_damage import file_kind, log_findings, missing_findings
+from .log_damage import Logs, file_kind, log_findings, missing_findings
 
 _CRC_HEADER_BYTES = 8  # "crc\0" and the bytes per checksum
 # Files Spark's RocksDB provider copies through the checksum layer when it loads a version: a
@@ -103,9 +103,9 @@ class Structure:
     # logs -----------------------------------------------------------------------------------------
     def _check_logs(self) -> None:
         ckpt, offsets, commits = self.ckpt, self.offsets, self.commits
-        for f in (missing_findings(ckpt.spark, self.raw, ckpt.root, self.inventory, offsets, commits)
-                  + log_findings(ckpt.spark, self.raw, ckpt.root, self.inventory, offsets, commits,
-                                 ckpt.fs.has_checksum_layer)):
+        logs = Logs(ckpt.spark, self.raw, ckpt.root, self.inventory, offsets, commits,
+                    ckpt.fs.has_checksum_layer)
+        for f in missing_findings(logs) + log_findings(logs):
             self.problems[f["path"]] = Problem(f["path"], f["problem"], None, f["batch"],
                                                f["critical"], tuple(f["moves"]), f["target"],
                                                f["damage"])

@@ -11,6 +11,7 @@ from memory_checkpoints import QUERY_ID, commit_entry, sidecar, stopped_checkpoi
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.runbooks.recover_corrupted_state.diagnose import Diagnosis
 from state_runbooks.runbooks.recover_corrupted_state.log_damage import (
+    Logs,
     damage_of,
     file_kind,
     log_findings,
@@ -67,10 +68,9 @@ def test_the_query_id_comes_from_what_is_left_else_a_backup():
 
 def findings(ckpt, has_crc: bool = False) -> dict:
     raw, inventory = ckpt.fs.raw(), ckpt.fs.raw().walk()
-    found = log_findings(ckpt.spark, raw, ckpt.root, inventory, ckpt.offset_batch_ids,
-                         ckpt.commit_batch_ids, has_crc)
-    found += missing_findings(ckpt.spark, raw, ckpt.root, inventory, ckpt.offset_batch_ids,
-                              ckpt.commit_batch_ids)
+    logs = Logs(ckpt.spark, raw, ckpt.root, inventory, ckpt.offset_batch_ids,
+                ckpt.commit_batch_ids, has_crc)
+    found = log_findings(logs) + missing_findings(logs)
     return {f["path"]: f for f in found}
 
 

@@ -3,6 +3,8 @@ section (as reading or changing a checkpoint, by its parameters), every schedule
 playbooks' README, every library package in the layers, and every relative link resolves."""
 from __future__ import annotations
 
+import ast
+import importlib.util
 import pathlib
 import re
 
@@ -81,12 +83,28 @@ def test_every_schedule_file_is_in_the_playbooks_readme(schedule):
     assert f"`{schedule.name}`" in _section(README, "Run a runbook on your checkpoint")
 
 
-def test_every_library_package_is_in_the_layers():
+def _layers() -> tuple[str, ...]:
+    """The one list of layers, bottom up: the layer test's."""
+    path = REPO / "tests" / "unit" / "test_import_layers.py"
+    spec = importlib.util.spec_from_file_location("import_layers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LAYERS
+
+
+def test_every_library_package_is_a_layer_and_the_readme_names_them_in_order():
     layers = re.search(r"each imports only the layers below it:\n\n```\n(.*?)```", README, re.S)
     assert layers, "the README's layers block"
-    named = set(re.findall(r"^(\w+)/", layers.group(1), re.M))
-    packages = {p.parent.name for p in LIBRARY.glob("*/__init__.py")}
-    assert named == packages
+    assert tuple(re.findall(r"^(\w+)/", layers.group(1), re.M)) == _layers()
+    assert {p.parent.name for p in LIBRARY.glob("*/__init__.py")} == set(_layers())
+
+
+def test_the_package_docstring_names_the_layers_in_order_and_each_layer_says_what_it_holds():
+    import state_runbooks
+    assert tuple(re.findall(r"^- ``(\w+)``:", state_runbooks.__doc__, re.M)) == _layers()
+    for layer in _layers():
+        tree = ast.parse((LIBRARY / layer / "__init__.py").read_text())
+        assert ast.get_docstring(tree), f"{layer}/__init__.py says what the layer holds"
 
 
 def _links(path: pathlib.Path) -> list[str]:

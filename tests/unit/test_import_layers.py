@@ -1,24 +1,9 @@
 """The library's house rules, read from its imports (no Spark needed).
 
-The runtime, its layers from the bottom up; a module imports only its own layer and those below it:
-
-    common   errors, formatting, redaction, Spark's names for things, the Java check
-    session  the Spark session and the local servers
-    core     reading a checkpoint: file systems, logs, operators, stores, schemas, state reader, the
-             UnsafeRow format, loads, growth; every call into Spark's JVM (``spark_internals``)
-    query    the user's changed query: its job file, and Spark's planning and restart checks of it
-    safety   changing a checkpoint without losing anything: the one change procedure, activity
-             guard, backup, journal, undo; Spark's state rewriter and the logs of a new batch
-    demos    demo checkpoints and event logs, and the faults the tests and demos inject
-    running  what notebook cells and runbooks import: a runbook's start, parameters, summary, plots
-    runbooks one package per notebook; none imports another
-
-The tooling, above the runtime (no runtime module imports it; its areas may import one another):
-
-    dev      the JVM class archive, the command line's quick start, the headless Chromium page
-    book     the course book: the learning path, its pages and index
-    cli      the command line and notebooks run as whole processes (papermill, kernel, goldens);
-             nothing imports it but the entry point (``python -m state_runbooks``) and the tooling
+The layers are ``LAYERS`` below, from the bottom up: the runtime (``RUNTIME``), where a module
+imports only its own layer and those below it, then the tooling above it (``TOOLING``: no runtime
+module imports it; its areas may import one another). What each layer holds is said in its own
+docstring, the package's and the README's Layout, which ``test_docs.py`` checks against this list.
 
 No module imports itself back in a circle, and none is over 500 lines; no module but
 ``core.spark_internals`` reaches into Spark's JVM (``_jvm``, ``_jsc``, ``_jsparkSession``). Each

@@ -246,13 +246,13 @@ def test_03_counts_every_unit_as_spark_reads_it_and_calls_nothing_critical(spark
     checklist = inspect_state.production_checklist(ckpt, reports, growth)
     lines = inspect_state.checklist_lines(checklist)
     summary = _summary(spark, "inspect_state", ckpt)
-    inspect_state.summarize(summary, reports, checklist)
-    assert {i.status for i in checklist} <= {"pass", "info", "warn"}, lines
+    inspect_state.summarize(summary, inspect_state.Inspection(reports, growth, checklist))
+    assert {i.details["status"] for i in checklist} <= {"pass", "info", "warn"}, lines
     assert summary.status != "critical", (lines, summary.findings)
     # A watermark item passes only where the watermark evicts some of this state.
-    (watermark,) = [i for i in checklist if i.item == "Watermark"]
+    (watermark,) = [i for i in checklist if i.details["item"] == "Watermark"]
     by_watermark = any(r.expiry_rule in WATERMARK_RULES for r in reports)
-    assert watermark.status != "pass" or by_watermark, watermark
+    assert watermark.details["status"] != "pass" or by_watermark, watermark
 
 
 @pytest.mark.parametrize("name", SHAPES)

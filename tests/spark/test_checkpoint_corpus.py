@@ -272,8 +272,7 @@ def test_02_measures_every_unit(spark, corpus, name):
     projection = sizing.project(growth, stores, 100)
     assert sizing.recommendation_lines(None, stores, projection, ckpt)
     summary = _summary(spark, "estimate_state_size", ckpt)
-    sizing.summarize(summary, None, stores, True, None, projection, [], ckpt.provider_kind,
-                     measured.unreadable)
+    sizing.summarize(summary, sizing.Sizing(None, measured, True, growth, projection, ckpt))
     per_store = summary.details["measured"]["per_store"]
     assert sorted(e["unit"] for e in per_store) == sorted(built.counts)
     # Each store folder's files once, whatever the units it holds (a join in state format 3, the

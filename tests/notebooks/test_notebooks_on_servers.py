@@ -203,7 +203,7 @@ def test_inspect_scheduled_on_a_standalone_cluster_gives_the_local_figures(
     checklist = inspect_state.production_checklist(
         ckpt, local, state_growth.growth(ckpt, -1, "", schedule["growth_points"], local))
     assert [(i["item"], i["status"]) for i in summary["checklist"]] == [
-        (i.item, i.status) for i in checklist]
+        (i.details["item"], i.details["status"]) for i in checklist]
 
 
 def _tree_sha(root: str) -> dict[str, str]:

@@ -248,13 +248,13 @@ def test_03_counts_every_unit_as_spark_reads_it_and_calls_nothing_critical(spark
     checklist = inspect_state.production_checklist(ckpt, reports, growth)
     lines = inspect_state.checklist_lines(checklist)
     summary = _summary(spark, "inspect_state", ckpt)
-    inspect_state.summarize(summary, reports, checklist)
-    assert {i.status for i in checklist} <= {"pass", "info", "warn"}, lines
+    inspect_state.summarize(summary, inspect_state.Inspection(reports, growth, checklist))
+    assert {i.details["status"] for i in checklist} <= {"pass", "info", "warn"}, lines
     assert summary.status != "critical", (lines, summary.findings)
     # A watermark item passes only where the watermark evicts some of this state.
-    (watermark,) = [i for i in checklist if i.item == "Watermark"]
+    (watermark,) = [i for i in checklist if i.details["item"] == "Watermark"]
     by_watermark = any(r.expiry_rule in WATERMARK_RULES for r in reports)
-    assert watermark.status != "pass" or by_watermark, watermark
+    assert watermark.details["status"] != "pass" or by_watermark, watermark
 
 
 @pytest.mark.parametrize("name", SHAPES)
@@ -274,8 +274,7 @@ def test_02_measures_every_unit(spark, corpus, name):
     projection = sizing.project(growth, stores, 100)
     assert sizing.recommendation_lines(None, stores, projection, ckpt)
     summary = _summary(spark, "estimate_state_size", ckpt)
-    sizing.summarize(summary, None, stores, True, None, projection, [], ckpt.provider_kind,
-                     measured.unreadable)
+    sizing.summarize(summary, sizing.Sizing(None, measured, True, growth, projection, ckpt))
     per_store = summary.details["measured"]["per_store"]
     assert sorted(e["unit"] for e in per_store) == sorted(built.counts)
     # Each store folder's files once, whatever the units it holds (a join in state format 3, the

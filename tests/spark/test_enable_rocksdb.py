@@ -138,7 +138,7 @@ def test_each_provider_setup_is_reported(spark, demo_factory, provider, pinned, 
     assert ("sources starting where batch 3 ended (offsets/3)" in lines) is (not matches)
     summary = Summary("enable_rocksdb", ckpt.root, spark.version)
     rocksdb_plan = er.plan(spark, "oss")
-    er.summarize(summary, rocksdb_plan, rocksdb_plan.confs, report)
+    er.summarize(summary, er.Enablement(rocksdb_plan, rocksdb_plan.confs, report))
     data = summary.to_dict()
     assert data["status"] == status
     assert data["pinned_provider_class"] == pinned and data["pinned_matches"] is matches
@@ -155,13 +155,13 @@ def test_checkpoint_that_pinned_nothing_yet(spark, tmp_path):
     assert report.takes_effect
     assert "nothing is pinned" in er.checkpoint_lines(report)[0]
     summary = Summary("enable_rocksdb", str(tmp_path), spark.version)
-    er.summarize(summary, er.plan(spark, "oss"), {}, report)
+    er.summarize(summary, er.Enablement(er.plan(spark, "oss"), {}, report))
     assert summary.status == "ok" and summary.details["pinned_provider_class"] is None
 
 
 def test_summary_without_a_checkpoint(spark):
     summary = Summary("enable_rocksdb", "", spark.version)
-    er.summarize(summary, er.plan(spark, "oss"), {}, None)
+    er.summarize(summary, er.Enablement(er.plan(spark, "oss"), {}, None))
     d = summary.to_dict()
     assert d["pinned_provider_class"] is None and d["pinned_matches"] is None
     assert d["changelog_checkpointing_pinned"] is None and d["status"] == "ok"
@@ -182,7 +182,7 @@ def test_wrong_class_fails_at_start_and_poisons_the_checkpoint(spark, tmp_path):
                                  OSS_ROCKSDB_PROVIDER)
     assert not report.pinned_class_check.ok
     summary = Summary("enable_rocksdb", report.root, spark.version)
-    er.summarize(summary, er.plan(spark, "oss"), {}, report)
+    er.summarize(summary, er.Enablement(er.plan(spark, "oss"), {}, report))
     assert summary.status == "critical"
     assert [f.code for f in summary.findings] == ["pinned_provider_unusable",
                                                   "pinned_provider_differs"]

@@ -323,7 +323,7 @@ def test_a_unit_the_reader_refuses_is_reported_not_measured(spark, demo_factory)
     assert sizing.growth(v3, only_refused).empty
     assert sizing.project(sizing.growth(v3, only_refused), [], 10).rows == 0
     out = Summary("estimate_state_size", v3.root, spark.version)
-    sizing.summarize(out, None, [], True, None, None, unreadable=[refused])
+    sizing.summarize(out, sizing.Sizing(None, only_refused, True, None, None))
     assert [f.code for f in out.findings] == ["stores_not_measured"]
     assert store_scan.StoreReport.summary(refused)["reader_error_class"] == "STDS_X"
 

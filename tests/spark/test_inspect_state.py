@@ -85,15 +85,16 @@ def test_checklist_on_a_query_without_watermark(spark, tmp_path):
         q.awaitTermination()
     ckpt = Checkpoint(spark, path)
     reports = inspect_state.inspect_stores(ckpt)
-    items = {i.item: i for i in inspect_state.production_checklist(ckpt, reports,
+    items = {i.details["item"]: i for i in inspect_state.production_checklist(ckpt, reports,
                                                                 state_growth.growth(ckpt))}
-    assert items["Watermark"].status == "warn"
-    assert items["State growth"].status == "warn"
-    assert "8 -> 24 rows" in items["State growth"].evidence
+    assert items["Watermark"].details["status"] == "warn"
+    assert items["State growth"].details["status"] == "warn"
+    assert "8 -> 24 rows" in items["State growth"].message
     # A scheduled run's summary: a finding per warned item, named by its code (fail_on warning
     # then fails the run: the notebook tests, on 01).
     summary = Summary("inspect_state", ckpt.root, spark.version)
-    inspect_state.summarize(summary, reports, list(items.values()))
+    inspection = inspect_state.Inspection(reports, None, list(items.values()))
+    inspect_state.summarize(summary, inspection)
     written = summary.to_dict()
     assert written["status"] == "warning"
     assert {f["code"] for f in written["findings"]} == {"no_watermark", "state_growth"}
@@ -102,12 +103,12 @@ def test_checklist_on_a_query_without_watermark(spark, tmp_path):
 def test_checklist_flags_skew_over_the_threshold(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("two_operators").checkpoint_path)
     reports = inspect_state.inspect_stores(ckpt)
-    items = {i.item: i for i in inspect_state.production_checklist(ckpt, reports, None,
+    items = {i.details["item"]: i for i in inspect_state.production_checklist(ckpt, reports, None,
                                                                 skew_warning_ratio=1.0)}
-    assert items["Partition balance"].status == "warn"
-    relaxed = {i.item: i for i in inspect_state.production_checklist(ckpt, reports, None)}
-    assert relaxed["Partition balance"].status == "pass"
-    assert relaxed["Changelog checkpointing"].status == "info"
+    assert items["Partition balance"].details["status"] == "warn"
+    relaxed = {i.details["item"]: i for i in inspect_state.production_checklist(ckpt, reports, None)}
+    assert relaxed["Partition balance"].details["status"] == "pass"
+    assert relaxed["Changelog checkpointing"].details["status"] == "info"
 
 
 def test_watermark_that_cannot_evict_is_flagged(spark, tmp_path):
@@ -121,19 +122,19 @@ def test_watermark_that_cannot_evict_is_flagged(spark, tmp_path):
             .trigger(availableNow=True).start().awaitTermination()
     ckpt = Checkpoint(spark, path)
     reports = inspect_state.inspect_stores(ckpt)
-    items = {i.item: i for i in inspect_state.production_checklist(ckpt, reports,
+    items = {i.details["item"]: i for i in inspect_state.production_checklist(ckpt, reports,
                                                                 state_growth.growth(ckpt))}
-    assert items["Watermark"].status == "warn"
-    assert "never evicts them" in items["Watermark"].evidence
-    assert items["State growth"].status == "warn"
+    assert items["Watermark"].details["status"] == "warn"
+    assert "never evicts them" in items["Watermark"].message
+    assert items["State growth"].details["status"] == "warn"
 
 
 def test_young_query_growth_is_not_a_warning(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("two_operators").checkpoint_path)
-    items = {i.item: i for i in inspect_state.production_checklist(
+    items = {i.details["item"]: i for i in inspect_state.production_checklist(
         ckpt, inspect_state.inspect_stores(ckpt), state_growth.growth(ckpt))}
-    assert items["State growth"].status == "info"
-    assert items["Watermark"].status == "pass"
+    assert items["State growth"].details["status"] == "info"
+    assert items["Watermark"].details["status"] == "pass"
 
 
 def test_growth_reuses_the_inspected_counts(spark, demo_factory):
@@ -263,7 +264,8 @@ def test_transform_with_state_summary_has_one_entry_per_variable(spark, shape_re
     from state_runbooks.running.results import Summary
     ckpt, reports = shape_reports["transform_with_state"]
     summary = Summary("inspect_state", ckpt.root, spark.version)
-    inspect_state.summarize(summary, list(reports.values()), [])
+    inspection = inspect_state.Inspection(list(reports.values()), None, [])
+    inspect_state.summarize(summary, inspection)
     entries = {e["state_variable"]: e for e in summary.details["stores"]}
     assert set(entries) == {"events", "recent_ids", "amount_by_bucket",
                             "$procTimers_keyToTimestamp"}
@@ -314,10 +316,10 @@ def test_limit_is_not_judged_for_skew_nor_asked_for_a_watermark(shape_reports):
     ckpt, reports = shape_reports["limit"]
     (limit,) = reports.values()
     assert limit.rows_per_partition == [1, 0] and limit.skew_ratio is None
-    items = {i.item: i for i in inspect_state.production_checklist(ckpt, [limit], None)}
-    assert items["Partition balance"].status == "info"
-    assert "keeps its state in one partition by design" in items["Partition balance"].evidence
-    assert items["Watermark"].status == "info"
+    items = {i.details["item"]: i for i in inspect_state.production_checklist(ckpt, [limit], None)}
+    assert items["Partition balance"].details["status"] == "info"
+    assert "keeps its state in one partition by design" in items["Partition balance"].message
+    assert items["Watermark"].details["status"] == "info"
 
 
 def test_join_format_3_read_as_one_store_is_reported_not_raised(spark, shape_reports):
@@ -332,16 +334,16 @@ def test_join_format_3_read_as_one_store_is_reported_not_raised(spark, shape_rep
     assert "STDS_FAILED_TO_READ_STATE_SCHEMA: a limit of Spark's statestore reader, not damage" \
         in line
     assert "partitions 0..1, state versions 1..3" in line  # ranges written one way (id_ranges)
-    items = {i.item: i for i in inspect_state.production_checklist(ckpt, [report], None)}
-    assert items["State loads"].status == "info"
+    items = {i.details["item"]: i for i in inspect_state.production_checklist(ckpt, [report], None)}
+    assert items["State loads"].details["status"] == "info"
 
 
 def test_watermark_of_batch_0_is_read_from_its_commit(spark, shape_demo):
     ckpt = Checkpoint(spark, shape_demo("session_window", batches=1).checkpoint_path)
     assert ckpt.offsets(0).watermark_ms == 0 and ckpt.next_watermark_ms(0) > 0
-    items = {i.item: i for i in inspect_state.production_checklist(
+    items = {i.details["item"]: i for i in inspect_state.production_checklist(
         ckpt, inspect_state.inspect_stores(ckpt), None)}
-    assert items["Watermark"].status == "pass" and "commits/0" in items["Watermark"].evidence
+    assert items["Watermark"].details["status"] == "pass" and "commits/0" in items["Watermark"].message
 
 
 def test_retention_counts_batches_from_the_logs(spark, tmp_path):
@@ -356,10 +358,10 @@ def test_retention_counts_batches_from_the_logs(spark, tmp_path):
     assert ckpt.retention() == (2, f"from the logs: Spark purged the entries before "
                                    f"{ckpt.offset_batch_ids[0]}")
     item = inspect_state.retention_check(ckpt)
-    assert "minBatchesToRetain=2" in item.evidence
+    assert "minBatchesToRetain=2" in item.message
     oldest_state = min(f.batch_id for f in ckpt.state_files())
     # Files older than the logs are said to be on disk, never "cleaned".
-    assert (item.status == "pass") == (oldest_state >= ckpt.offset_batch_ids[0]), item.evidence
+    assert (item.details["status"] == "pass") == (oldest_state >= ckpt.offset_batch_ids[0]), item.message
 
 
 def test_offsets_gaps_without_state_is_a_clear_error(spark, tmp_path):

@@ -26,7 +26,9 @@ def test_verification_fails_on_hdfs():
     v = er.Verification("x", OSS_HDFS_PROVIDER, {1: ["delta"]}, 0, {}, 100, (None, None))
     assert not v.rocksdb_in_use
     summary = Summary("enable_rocksdb", "x", "4")
-    er.summarize(summary, er.RocksDBPlan("oss", OSS_ROCKSDB_PROVIDER, True, 0, {}), {}, None, v)
+    rocksdb_plan = er.RocksDBPlan("oss", OSS_ROCKSDB_PROVIDER, True, 0, {})
+    demo = er.DemoResult(None, None, v, None, [])
+    er.summarize(summary, er.Enablement(rocksdb_plan, {}, None, demo))
     assert summary.status == "critical"
 
 

@@ -152,7 +152,8 @@ def test_no_napkin_on_a_real_checkpoint_without_a_rate():
     planned = sizing.napkin_inputs(False, **{**none_given, "input_rows_per_second": 500.0})
     assert planned == sizing.NapkinInputs(**{**DEDUP, "input_rows_per_second": 500.0})
     summary = Summary("estimate_state_size", "x", "4")
-    sizing.summarize(summary, None, [], False, None, None)
+    nothing = sizing.CheckpointMeasurement(0, [], [])
+    sizing.summarize(summary, sizing.Sizing(None, nothing, False, None, None))
     assert summary.details["napkin"] is None and not summary.findings
     assert sizing.recommendation_lines(None, [], None) == []
 

@@ -22,10 +22,13 @@ One module per concern:
 - :mod:`.verification`: a short stream with the plan's confs, and the evidence it ran on RocksDB;
 - :mod:`.demonstrations`: the wrong class, the pinned provider, the changelog flip, on this Spark;
 - :mod:`.benchmark`: the same workload on each provider setup, its table and its verdict;
-- :mod:`.summary`: the run summary's details and findings.
+- :mod:`.demo`: the demo checkpoint, and every demonstration in one call (``run_demo``);
+- :mod:`.report`: the run's one result, the summary's details and findings, what the demo showed.
 
 The names the notebook and its callers use are importable from here.
 """
+from state_runbooks.common.redaction import conf_lines
+from state_runbooks.common.runtime import OSS_HDFS_PROVIDER
 from state_runbooks.common.spark_settings import (
     BOUNDED_MEMORY_CONF,
     CHANGELOG_CONF,
@@ -59,6 +62,7 @@ from .demonstrations import (
     work_folder,
     wrong_class_lines,
 )
+from .demo import DEMO, DemoResult, run_demo
 from .exercise import try_it
 from .pinned import (
     STATE_CONF_MARKERS,
@@ -83,7 +87,7 @@ from .provider import (
     require_provider_class,
     snippets,
 )
-from .summary import summarize, what_this_showed
+from .report import Enablement, summarize, what_this_showed
 from .verification import (
     Verification,
     bounded_rocksdb_instances,
@@ -93,8 +97,8 @@ from .verification import (
 )
 
 __all__ = [
-    "try_it",
-    "CHANGELOG_CONF",
+    "try_it", "DEMO", "DemoResult", "run_demo",
+    "CHANGELOG_CONF", "OSS_HDFS_PROVIDER", "conf_lines",
     "BENCH_BATCHES", "MIN_BENCHMARK_ROWS", "NOISE_RATIO", "ProviderMeasurement",
     "bench_rows_per_batch", "benchmark_summary", "benchmark_table", "benchmark_verdict",
     "check_benchmark_rows", "heap_used_after_gc", "measure_provider", "measure_providers",
@@ -107,7 +111,7 @@ __all__ = [
     "STATE_STORE_PROVIDER_BASE", "WIDELY_PUBLISHED_WRONG_CLASS", "WORKLOAD", "ClassCheck",
     "RocksDBPlan", "apply", "check_provider_class", "parse_conf_lines", "plan",
     "probe_provider_class", "require_provider_class", "snippets",
-    "summarize", "what_this_showed",
+    "Enablement", "summarize", "what_this_showed",
     "Verification", "bounded_rocksdb_instances", "jvm_unavailable", "verification_lines",
     "verify_rocksdb",
 ]

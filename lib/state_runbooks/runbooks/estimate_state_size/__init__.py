@@ -9,8 +9,9 @@ One module per concern:
 - :mod:`.recommendation`: provider and partitions for a state of a given size;
 - :mod:`.napkin_estimate`: the estimate from rate, watermark and row sizes, step by step;
 - :mod:`.projection`: growth over the retained batches, projected ahead;
-- :mod:`.demo_comparison`: the demo's queries, estimate against ``memoryUsedBytes``;
-- :mod:`.report`: tables, lines, recommendation and the run summary.
+- :mod:`.demo`: the demo, and its queries' estimate against ``memoryUsedBytes`` (``run_demo``);
+- :mod:`.report`: the run's one result, tables, lines, recommendation, the run summary and what
+  the demo showed.
 
 The names the notebook and its callers use are importable from here.
 """
@@ -20,12 +21,14 @@ from state_runbooks.core.state_limits import (
     ROCKSDB_PAYLOAD_PER_PARTITION,
 )
 
-from .demo_comparison import (
+from .demo import (
     ACCURACY_TARGET,
     COMPARED_WORKLOADS,
+    DEMO,
     DEMO_RUNS,
     WORKLOAD_LABELS,
     Comparison,
+    DemoResult,
     accuracy_lines,
     accuracy_verdict,
     compare,
@@ -34,6 +37,7 @@ from .demo_comparison import (
     demo_run_for_rows,
     plot_table,
     reported,
+    run_demo,
     three_way_lines,
 )
 from .exercise import try_it
@@ -82,6 +86,7 @@ from .recommendation import (
     rocksdb_configured_memory,
 )
 from .report import (
+    Sizing,
     estimate_lines,
     measured_summary,
     partitions_table,
@@ -94,9 +99,10 @@ from .report import (
 __all__ = [
     "try_it",
     "format_bytes",
-    "ACCURACY_TARGET", "COMPARED_WORKLOADS", "DEMO_RUNS", "WORKLOAD_LABELS", "Comparison",
-    "accuracy_lines", "accuracy_verdict", "compare", "compare_demo_workloads", "comparison_table",
-    "demo_run_for_rows", "plot_table", "reported", "three_way_lines",
+    "ACCURACY_TARGET", "COMPARED_WORKLOADS", "DEMO", "DEMO_RUNS", "WORKLOAD_LABELS", "Comparison",
+    "DemoResult", "accuracy_lines", "accuracy_verdict", "compare", "compare_demo_workloads",
+    "comparison_table", "demo_run_for_rows", "plot_table", "reported", "run_demo",
+    "three_way_lines",
     "COMPRESSED_OOPS", "PLAIN_OOPS", "JvmLayout", "copied_capacity", "estimated_slots_bytes",
     "estimated_slots_variance", "filled_capacity", "grown_capacity",
     "CheckpointMeasurement", "StoreMeasurement", "disk_totals", "measure_checkpoint",
@@ -108,6 +114,6 @@ __all__ = [
     "Projection", "growth", "growth_rate", "project",
     "HDFS_HEAP_PER_PARTITION", "PROVIDER_NAMES", "ROCKSDB_PAYLOAD_PER_PARTITION",
     "Recommendation", "recommend", "rocksdb_configured_memory",
-    "estimate_lines", "measured_summary", "partitions_table", "recommendation_lines",
+    "Sizing", "estimate_lines", "measured_summary", "partitions_table", "recommendation_lines",
     "stores_table", "summarize", "what_this_showed",
 ]

@@ -1,19 +1,38 @@
 """What the estimate-state-size runbook shows and concludes: the measured stores and partitions as
 tables, the estimate per store in prose, the recommendation, and the run summary with its
-findings."""
+findings, and what the demo showed."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import dataclass
 
 from state_runbooks.common.formatting import format_bytes
+from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.operators import rocksdb_only
 from state_runbooks.core.state_limits import HDFS_HEAP_PER_PARTITION, HDFS_STATE_ROWS
 
-from .demo_comparison import ACCURACY_TARGET, Comparison
-from .measurement import StoreMeasurement, disk_totals, measured_totals
+from .demo import ACCURACY_TARGET, DemoResult
+from .measurement import CheckpointMeasurement, StoreMeasurement, disk_totals, measured_totals
 from .napkin_estimate import Napkin
 from .projection import Projection
 from .recommendation import PROVIDER_NAMES, recommend, thresholds_line
+
+
+@dataclass
+class Sizing:
+    """What the runbook's steps produced, on the demo or a given checkpoint: the one result the
+    summary and the demo's closing bullets read."""
+    napkin: Napkin | None
+    measured: CheckpointMeasurement
+    restarted_each_batch: bool  # the checkpoint's query starts once per batch
+    growth: object  # rows per store over the retained batches (a DataFrame), or None
+    projection: Projection | None
+    ckpt: Checkpoint | None = None  # its provider, and what its operators run on
+    demo: DemoResult | None = None
+
+    @property
+    def provider_kind(self) -> str:
+        return self.ckpt.provider_kind if self.ckpt is not None else "hdfs"
 
 
 def measured_summary(measurements: list[StoreMeasurement], restarted_each_batch: bool) -> dict:
@@ -72,12 +91,13 @@ def partitions_table(measurements: list[StoreMeasurement]):
     return pd.DataFrame(rows)
 
 
-def summarize(summary, napkin_est: Napkin | None, measurements: list[StoreMeasurement] | None,
-              restarted_each_batch: bool, reported_now: dict | None,
-              projection: Projection | None, comparisons: list[Comparison] | None = None,
-              provider_kind: str = "hdfs", unreadable: list | None = None) -> None:
-    """Fill the summary: the runbook's keys, and findings for what needs acting on.
-    ``unreadable``: the reports of units Spark's reader refused (not measured)."""
+def summarize(summary, result: Sizing) -> None:
+    """Fill the summary: the runbook's keys, and findings for what needs acting on (a store
+    Spark's reader refused is not measured, and said)."""
+    napkin_est, measurements = result.napkin, result.measured.stores
+    unreadable, projection = result.measured.unreadable, result.projection
+    reported_now = result.demo.reported_now if result.demo else None
+    comparisons = result.demo.comparisons if result.demo else None
     d = summary.details
     d["unmeasured"] = [r.summary() for r in unreadable or []]
     if unreadable:
@@ -85,7 +105,8 @@ def summarize(summary, napkin_est: Napkin | None, measurements: list[StoreMeasur
                             f"{len(unreadable)} store(s) Spark's reader refused were not "
                             f"measured: {', '.join(r.label for r in unreadable)}")
     d["napkin"] = napkin_est.summary() if napkin_est else None
-    d["measured"] = measured_summary(measurements, restarted_each_batch) if measurements else None
+    d["measured"] = (measured_summary(measurements, result.restarted_each_batch)
+                     if measurements else None)
     d["reported_memory_bytes"] = reported_now["memory_used_bytes"] if reported_now else None
     d["projection"] = projection.summary() if projection else None
     if comparisons:
@@ -102,7 +123,7 @@ def summarize(summary, napkin_est: Napkin | None, measurements: list[StoreMeasur
         summary.add_finding("info", "napkin_provider",
                             f"napkin: {PROVIDER_NAMES[rec.provider]} recommended over the planned "
                             f"{PROVIDER_NAMES[napkin_est.inputs.provider]} ({rec.reason})")
-    if measurements and provider_kind == "hdfs":
+    if measurements and result.provider_kind == "hdfs":
         total = measured_totals(measurements)
         partitions = max(m.num_partitions for m in measurements)
         per_partition = total.heap_bytes / partitions
@@ -215,14 +236,14 @@ def recommendation_lines(napkin_est: Napkin | None, measurements: list[StoreMeas
 
 
 
-def what_this_showed(napkin_est: Napkin | None, measurements: list[StoreMeasurement],
-                     growth, projection: Projection | None,
-                     comparisons: list[Comparison] | None = None, ckpt=None) -> list[str]:
+def what_this_showed(result: Sizing) -> list[str]:
     """The demo's lessons, each with the figures of this run: the napkin against the rows
-    measured (``measurements``), the heap those rows take on the HDFS-backed provider, what
-    ``memoryUsedBytes`` reads (with the demo's ``comparisons``), how the watermark bounds the
-    state (``growth``, the growth table, and the ``projection``), and the provider and partitions
-    to choose before the first start (with the checkpoint ``ckpt``)."""
+    measured, the heap those rows take on the HDFS-backed provider, what ``memoryUsedBytes``
+    reads (with the demo's comparisons), how the watermark bounds the state (the growth table
+    and the projection), and the provider and partitions to choose before the first start."""
+    napkin_est, measurements = result.napkin, result.measured.stores
+    growth, projection, ckpt = result.growth, result.projection, result.ckpt
+    comparisons = result.demo.comparisons if result.demo else None
     lines = []
     total = measured_totals(measurements)
     if napkin_est is not None and measurements:

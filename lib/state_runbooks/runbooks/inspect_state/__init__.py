@@ -8,13 +8,16 @@ each unit (:class:`StoreReport`, :func:`inspect_stores`) is the core's
 
 One module per concern:
 
-- :mod:`.checklist`: the production checklist, each item decided by the checkpoint's own facts;
+- :mod:`.checklist`: the production checklist, each item a finding decided by the checkpoint's
+  own facts, and the inspection's one result;
 - :mod:`.python_apis`: PySpark's stateful APIs and their state as the reader shows it (demo);
+- :mod:`.demo`: the demo checkpoint, and the demo-only steps (a session window, the Python APIs);
 - :mod:`.report`: tables and sentences for the notebook (operators, units, figures, hot keys,
-  expiry) and the run summary.
+  expiry), the run summary and what the demo showed.
 
 The names the notebook and its callers use are importable from here.
 """
+from state_runbooks.core.growth import growth, method_lines
 from state_runbooks.core.state_limits import HDFS_STATE_ROWS
 from state_runbooks.core.store_scan import (
     MULTI_ROW_STORE_SUFFIX,
@@ -31,11 +34,12 @@ from state_runbooks.core.store_scan import (
 
 from .checklist import (
     WATERMARK_RULES,
-    CheckItem,
+    Inspection,
     checklist_lines,
     production_checklist,
     retention_check,
 )
+from .demo import DEMO, DemoResult, run_demo
 from .exercise import try_it
 from .python_apis import api_presence, python_state_demos, python_state_lines
 from .report import (
@@ -51,11 +55,11 @@ from .report import (
 )
 
 __all__ = [
-    "try_it",
+    "try_it", "DEMO", "DemoResult", "run_demo", "growth", "method_lines",
     "HDFS_STATE_ROWS", "MULTI_ROW_STORE_SUFFIX", "SKEW_MIN_ROWS_PER_PARTITION",
     "SKEW_WARNING_RATIO", "StoreReport", "event_time_column", "inspect_store", "inspect_stores",
     "inspect_unit", "skew_ratio", "unreadable_report",
-    "WATERMARK_RULES", "CheckItem", "checklist_lines", "production_checklist", "retention_check",
+    "WATERMARK_RULES", "Inspection", "checklist_lines", "production_checklist", "retention_check",
     "expiry_lines", "hot_keys_lines", "operator_lines", "operators_table", "reader_lines",
     "stores_table", "summarize", "units_table", "what_this_showed",
     "api_presence", "python_state_demos", "python_state_lines",

@@ -11,7 +11,7 @@ SKEW_RATIO = 1.1
 def try_it(ckpt, reports, growth) -> Exercise:
     """The status of the checklist's partition balance item with a skew threshold of 1.1."""
     items = production_checklist(ckpt, reports, growth, SKEW_RATIO)
-    item = next(i for i in items if i.item == "Partition balance")
+    item = next(i for i in items if i.code == "partition_skew")
     return Exercise(f"With skew_warning_ratio={SKEW_RATIO:g} instead of 2.0, which status does "
                     "the checklist's partition balance item get (pass, warn or info)?",
-                    item.status, f"the checklist says: {item.evidence}")
+                    item.details["status"], f"the checklist says: {item.message}")

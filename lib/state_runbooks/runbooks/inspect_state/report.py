@@ -11,7 +11,8 @@ from state_runbooks.core.state_files import files_seen
 from state_runbooks.core.state_loads import LOAD_FAILURE_MEANING, load_failure_kind
 from state_runbooks.core.store_scan import MULTI_ROW_STORE_SUFFIX, StoreReport
 
-from .checklist import CheckItem
+from .checklist import Inspection
+from .demo import DemoResult
 
 
 def operators_table(ckpt: Checkpoint):
@@ -175,31 +176,28 @@ def _expiry_line(r: StoreReport) -> str:
     return f"{head}: an operator the runbooks do not know; no expiry figure."
 
 
-def summarize(summary, reports: list[StoreReport], checklist: list[CheckItem]) -> None:
+def summarize(summary, result: Inspection) -> None:
     """Fill the summary: one warning finding per warned checklist item, and the figures (one
     ``stores`` entry per unit, ``state_variable`` set for transformWithState's variables)."""
-    codes = {"State store provider": "provider", "Changelog checkpointing": "changelog",
-             "Watermark": "no_watermark", "Partition balance": "partition_skew",
-             "State growth": "state_growth", "Old state versions cleaned up": "retention",
-             "State loads": "state_not_loaded"}
+    reports, checklist = result.reports, result.checklist
     for item in checklist:
-        if item.status == "warn":
-            summary.add_finding("warning", codes.get(item.item, "checklist"),
-                                f"{item.item}: {item.evidence}")
+        if item.severity == "warning":
+            summary.add_finding("warning", item.code, f"{item.details['item']}: {item.message}")
     summary.details.update({
         "batch_id": reports[0].batch_id if reports else None,
         "total_rows": sum(r.rows or 0 for r in reports),
         "stores": [r.summary() for r in reports],
-        "checklist": [i.__dict__ for i in checklist],
+        "checklist": [{"item": i.details["item"], "status": i.details["status"],
+                       "evidence": i.message} for i in checklist],
     })
 
 
-def what_this_showed(reports: list[StoreReport], growth, checklist: list[CheckItem],
-                     session_reports: list[StoreReport] | None = None) -> list[str]:
+def what_this_showed(result: DemoResult) -> list[str]:
     """The demo's lessons, each with the figures of this run: what the checkpoint holds and what
-    the reader read (``reports``), the balance, how the state grew and levelled off (``growth``,
-    the growth table), what the watermark evicts next (with the session query's
-    ``session_reports``), and the production ``checklist``."""
+    the reader read, the balance, how the state grew and levelled off, what the watermark evicts
+    next (with the session query's), and the production checklist."""
+    reports, growth = result.inspection.reports, result.inspection.growth
+    checklist, session_reports = result.inspection.checklist, result.session_reports
     read = [r for r in reports if r.readable]
     lines = []
     if read:
@@ -215,7 +213,8 @@ def what_this_showed(reports: list[StoreReport], growth, checklist: list[CheckIt
                      f"batch {read[0].batch_id}, {format_bytes(payload)} of keys and values")
         worst = max(read, key=lambda r: r.skew_ratio or 0.0)
         if worst.skew_ratio and worst.num_partitions:
-            balance = next((i.status for i in checklist if i.item == "Partition balance"), None)
+            balance = next((i.details["status"] for i in checklist if i.code == "partition_skew"),
+                           None)
             verdict = ("too few rows per partition to judge" if not worst.skew_judged else
                        "balanced" if balance == "pass" else
                        "skewed: one task does most of the work")
@@ -260,7 +259,7 @@ def what_this_showed(reports: list[StoreReport], growth, checklist: list[CheckIt
                 f"{f'{s.rows_due:,}' if s.rows_due else 'none'} due) until the watermark "
                 "passes its end")
         lines.append(text)
-    statuses = [i.status for i in checklist]
+    statuses = [i.details["status"] for i in checklist]
     lines.append(f"the production checklist decided its {len(checklist)} items from the "
                  f"checkpoint's own files and figures: "
                  + ", ".join(f"{statuses.count(s)} {label}" for s, label in

@@ -1,23 +1,35 @@
-"""The run summary: the plan, what the checkpoint pinned, the verification and the measurement
-as the summary's details, and its findings."""
+"""What a reader sees: the run summary (the plan, what the checkpoint pinned, the verification and
+the measurement as its details, and its findings), and what the demo showed."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from state_runbooks.common.formatting import id_ranges
 from state_runbooks.common.redaction import redact_conf
 from state_runbooks.common.runtime import provider_kind
 from state_runbooks.common.spark_settings import CHANGELOG_CONF, PROVIDER_CONF
 
-from .benchmark import ProviderMeasurement, benchmark_summary
-from .demonstrations import RestartDemo, WrongClassDemo
+from .benchmark import benchmark_summary
+from .demo import DemoResult
 from .pinned import PinnedReport
 from .provider import RocksDBPlan
-from .verification import Verification
 
 
-def summarize(summary, rocksdb_plan: RocksDBPlan, applied: dict, report: PinnedReport | None,
-              verification: Verification | None = None,
-              measurements: list[ProviderMeasurement] | None = None) -> None:
+@dataclass
+class Enablement:
+    """What the run set and found: the plan, the session's values after it was applied, what the
+    checkpoint pins, and the demonstrations when they ran."""
+    plan: RocksDBPlan
+    applied: dict
+    report: PinnedReport | None
+    demo: DemoResult | None = None
+
+
+def summarize(summary, result: Enablement) -> None:
     """Fill the summary's details and findings."""
+    rocksdb_plan, applied, report = result.plan, result.applied, result.report
+    verification = result.demo.verification if result.demo else None
+    measurements = result.demo.measurements if result.demo else None
     d = summary.details
     d["runtime"] = rocksdb_plan.runtime
     d["provider_class"] = rocksdb_plan.provider_class
@@ -74,13 +86,13 @@ def _written(kinds_by_version: dict) -> str:
     return ("state versions " if plural else "state version ") + "; ".join(parts)
 
 
-def what_this_showed(wrong: WrongClassDemo | None, report: PinnedReport | None,
-                     pinned_demo: RestartDemo | None, verification: Verification | None,
-                     flip: RestartDemo | None) -> list[str]:
-    """The demo's lessons, each with the figures of this run: what a wrong class name did
-    (``wrong``), whether the setting takes effect on the checkpoint (``report``) and what a
-    restart with it wrote (``pinned_demo``), the evidence that RocksDB ran (``verification``),
-    and what the restart with the changelog flag flipped wrote (``flip``)."""
+def what_this_showed(result: Enablement) -> list[str]:
+    """The demo's lessons, each with the figures of this run: what a wrong class name did,
+    whether the setting takes effect on the checkpoint and what a restart with it wrote, the
+    evidence that RocksDB ran, and what the restart with the changelog flag flipped wrote."""
+    report, demo = result.report, result.demo
+    wrong, pinned_demo = (demo.wrong, demo.pinned) if demo else (None, None)
+    verification, flip = (demo.verification, demo.flip) if demo else (None, None)
     lines = []
     if wrong is not None:
         if wrong.start_error_class and wrong.pinned_after_failure == wrong.wrong_class:

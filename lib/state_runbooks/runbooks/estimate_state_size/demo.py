@@ -1,6 +1,7 @@
-"""The demo's proof: real queries (a deduplication, a windowed aggregation, a stream-stream join) on
-each provider, the estimate from their checkpoints next to the ``memoryUsedBytes`` they reported,
-with the napkin and the rule of thumb alongside, and whether the estimate meets its target."""
+"""The demo and its proof: real queries (a deduplication, a windowed aggregation, a stream-stream
+join) on each provider, the estimate from their checkpoints next to the ``memoryUsedBytes`` they
+reported, with the napkin and the rule of thumb alongside, and whether the estimate meets its
+target (:func:`run_demo`)."""
 from __future__ import annotations
 
 import textwrap
@@ -10,7 +11,13 @@ from state_runbooks.common.errors import RunbookError, require
 from state_runbooks.common.formatting import format_bytes
 from state_runbooks.core.checkpoint import Checkpoint
 
-from .measurement import StoreMeasurement, disk_totals, measure_stores, measured_totals
+from .measurement import (
+    CheckpointMeasurement,
+    StoreMeasurement,
+    disk_totals,
+    measure_stores,
+    measured_totals,
+)
 from .napkin_estimate import RULE_OF_THUMB_FACTORS, Napkin
 from .recommendation import rocksdb_configured_memory
 
@@ -23,6 +30,9 @@ WORKLOAD_LABELS = {"dedup": "deduplication", "window_agg_many_users": "windowed 
 # sides.
 DEMO_RUNS = {"dedup": (4000, 8), "window_agg_many_users": (10000, 3), "join": (2000, 3)}
 ACCURACY_TARGET = 0.25  # the estimator's error against memoryUsedBytes, HDFS-backed provider
+# The runbook's own demo: the compared deduplication (DEMO_RUNS["dedup"]), which step 2 measures.
+DEMO = {"workload": "dedup", "batches": DEMO_RUNS["dedup"][1],
+        "rows_per_batch": DEMO_RUNS["dedup"][0]}
 
 
 def demo_run_for_rows(workload: str, rows: int) -> tuple[int, int]:
@@ -247,3 +257,20 @@ def accuracy_verdict(comparisons: list[Comparison], target: float = ACCURACY_TAR
     bad = ", ".join(WORKLOAD_LABELS.get(c.workload, c.workload) for c in hdfs
                     if abs(c.error) > target)
     return f"estimate OUTSIDE {target:.0%} of memoryUsedBytes on: {bad}"
+
+
+@dataclass
+class DemoResult:
+    """What the demo-only step found: every compared workload, and what the demo's own query
+    reported at its last batch."""
+    comparisons: list[Comparison]
+    reported_now: dict | None  # reported(): memoryUsedBytes and rows of the demo's last batch
+
+
+def run_demo(rb, measured: CheckpointMeasurement) -> DemoResult:
+    """Step 4 on the demo: each compared workload run and compared, the runbook's own demo
+    (``rb.demo``, ``measured`` in step 2) standing for the deduplication on the HDFS-backed
+    provider."""
+    comparisons = compare_demo_workloads(rb.spark, reuse=rb.demo,
+                                         reused_measurements=measured.stores)
+    return DemoResult(comparisons, reported(rb.demo.progress[-1]))

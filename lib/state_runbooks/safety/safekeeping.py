@@ -62,7 +62,7 @@ class Outcome:
     lines: list[str] = field(default_factory=list)
     verified: bool | None = None
     # The signs of a live writer that stopped the change halfway (what it had moved was put back:
-    # then ``refused`` says so too, and nothing is left changed; if putting back failed,
+    # then ``refused`` says so too, and nothing was changed; if putting back failed,
     # ``applied`` and ``verified=False`` say that a partial change is left, see the journal).
     stopped: str | None = None
     verification: list[str] = field(default_factory=list)  # the lines the verification said
@@ -89,8 +89,8 @@ def stopped_outcome(out: Outcome, journal: dict) -> bool:
     moved = stop["moved_before"]
     if stop["put_back"]:
         out.refused = (f"stopped at the first sign of a live writer ({stop['signs']}): the "
-                       f"{moved} file(s) moved so far were put back, the same bytes; nothing is "
-                       "left changed. Stop the query and run again")
+                       f"{moved} file(s) moved so far were put back, the same bytes: nothing was "
+                       "changed. Stop the query and run again")
         out.lines.append(f"refused: {out.refused}")
     else:
         out.applied, out.verified = True, False

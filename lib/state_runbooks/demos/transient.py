@@ -33,22 +33,20 @@ def is_transient_worker_error(error: BaseException) -> bool:
     return any(marker in text for text in texts for marker in TRANSIENT_WORKER_ERRORS)
 
 
-def _batches(fs, folder: str) -> list[int]:
-    return [int(e.name) for e in fs.list(folder) if e.name.isdigit()] if fs.exists(folder) else []
-
-
 def set_aside_uncommitted_batch(spark, root: str) -> list[str]:
     """Move what a failed start wrote after the last commit of a demo checkpoint (its offsets
     entries, and the state versions its batch wrote; on batch 0, the whole state folder, which
     Spark wants empty then) into ``<root>.failed-start/``; the paths moved. Nothing when this
     client cannot move files (Spark Connect)."""
+    from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.core.fs import open_fs
     from state_runbooks.core.state_files import state_layout
     fs = open_fs(spark, root)
-    if not fs.can_modify:
+    if not fs.can_modify or not fs.exists("offsets"):
         return []
-    committed = max(_batches(fs, "commits"), default=-1)
-    moved = [f"offsets/{b}" for b in sorted(_batches(fs, "offsets")) if b > committed]
+    ckpt = Checkpoint(spark, root, require_state=False)
+    committed = max(ckpt.commit_batch_ids, default=-1)
+    moved = [f"offsets/{b}" for b in ckpt.offset_batch_ids if b > committed]
     if not moved:
         return []
     if fs.exists("state"):

@@ -1,11 +1,13 @@
 """The course book as a reader sees it: built by ``state-runbooks book`` for two notebooks (the
 template, and 06 whose demo draws a plot), then opened in headless Chromium. The index links each
-page with its demo's status, and each page shows every plot its notebook drew, decoded and not
-blank on screen."""
+page with its demo's status, each page shows every plot its notebook drew, decoded and not blank
+on screen, every link of every page (lessons, playbooks, glossary, schedules) opens in the browser
+on the anchor it names, and no page shows a link's Markdown as text."""
 from __future__ import annotations
 
 import json
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -80,3 +82,41 @@ def test_a_page_shows_every_plot_of_its_notebook(built_book, page, tmp_path, ste
         assert region["width"] > 200 and region["height"] > 100, region
         shot = page.screenshot(tmp_path / f"{stem}-plot-{number}.png", clip=region)
         assert non_white_share(shot) > 0.03, f"plot {number} of {stem} looks blank on screen"
+
+
+_LOCAL_LINKS = "[...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href'))" \
+               ".filter(h => !/^[a-z]+:/.test(h))"
+# What a reader sees of each rendered Markdown cell, code left out: a link Markdown did not render
+# shows as [text](target) there.
+_PROSE = """[...document.querySelectorAll('.jp-RenderedMarkdown')].map(cell => {
+    const copy = cell.cloneNode(true);
+    copy.querySelectorAll('pre, code').forEach(code => code.remove());
+    return copy.innerText;
+})"""
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_every_link_of_every_page_opens_on_its_anchor_and_none_shows_raw(built_book, page):
+    pages = sorted(built_book.rglob("*.html"))
+    assert len(pages) > 2 + 10  # the lessons, the index, the playbooks and the schedules
+    targets, raw = {}, []
+    for path in pages:
+        page.open(path)
+        raw += [f"{path.name}: {m}" for text in page.evaluate(_PROSE)
+                for m in re.findall(r"\[[^\]]*\]\([^)]*\)", text)]
+        for href in page.evaluate(_LOCAL_LINKS):
+            file, _, anchor = href.partition("#")
+            target = (path.parent / file).resolve() if file else path
+            targets.setdefault(target, set()).add(anchor)
+    assert raw == []
+    missing = []
+    for target, anchors in sorted(targets.items()):
+        try:
+            page.open(target)
+        except FileNotFoundError as error:
+            missing.append(str(error))
+            continue
+        missing += [f"{target.name}#{a}" for a in sorted(anchors - {""})
+                    if not page.evaluate(f"document.getElementById({json.dumps(a)}) !== null")]
+    assert missing == []

@@ -1,19 +1,21 @@
 """The course book's pages and index, rendered from small executed notebooks made here (one with a
-plot, one stopped by an error, one that left nothing) and their summaries. No Spark needed: the
+plot, one stopped by an error, one that left nothing), a few playbooks, and their summaries. No Spark needed: the
 demos themselves run in tests/notebooks/test_book.py."""
 from __future__ import annotations
 
 import base64
 import io
 import json
+import pathlib
 import re
+from html import unescape
 from html.parser import HTMLParser
 
 import nbformat
 import pytest
 import yaml
 
-from state_runbooks.book import pages as book
+from state_runbooks.book import build as book
 from state_runbooks.cli import headless
 from state_runbooks.cli import main as cli
 from state_runbooks.book.course import read_course
@@ -67,19 +69,73 @@ def _notebook(title: str, *cells) -> nbformat.NotebookNode:
                                            *cells])
 
 
+class _Links(HTMLParser):
+    """Every link of a page (its href) and every anchor it holds (its ids)."""
+
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+
+
+def _page(path: pathlib.Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def _shown(html: str) -> str:
+    """A page's text without its tags (code is highlighted span by span)."""
+    return unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def raw_links(book_dir: pathlib.Path) -> list[str]:
+    """Markdown link syntax a page shows as text (outside code): a link Markdown did not render."""
+    shown = []
+    for page in book_dir.rglob("*.html"):
+        prose = re.sub(r"<(pre|code)\b.*?</\1>", "", page.read_text(encoding="utf-8"), flags=re.S)
+        shown += [f"{page.name}: {m}" for m in re.findall(r"\[[^\]]*\]\([^)]*\)", _shown(prose))]
+    return shown
+
+
+def dead_links(book_dir: pathlib.Path) -> list[str]:
+    """Every local link of every page of a book that goes to no file, or to no anchor in it."""
+    pages = {p: _page(p) for p in book_dir.rglob("*.html")}
+    dead = []
+    for page, parsed in pages.items():
+        for href in parsed.links:
+            if re.match(r"[a-z]+:", href):
+                continue
+            path, _, anchor = href.partition("#")
+            target = (page.parent / path).resolve() if path else page
+            if not target.exists():
+                dead.append(f"{page.relative_to(book_dir)}: {href} (no such file)")
+            elif anchor and target.suffix == ".html" and anchor not in pages[target].ids:
+                dead.append(f"{page.relative_to(book_dir)}: {href} (no such anchor)")
+    return dead
+
+
 @pytest.fixture
 def course_book(tmp_path):
-    """Source notebooks, a course over them (02_beta first), and what their runs left in out/:
-    02_beta ran with a plot (ok), 01_alpha stopped with an error, 00_guide left nothing."""
-    notebooks, out = tmp_path / "notebooks", tmp_path / "out"
-    notebooks.mkdir()
-    out.mkdir()
+    """Source notebooks and playbooks, a course over them (02_beta first), and what their runs left
+    in out/: 02_beta ran with a plot (ok), 01_alpha stopped with an error (its log kept),
+    00_guide left nothing."""
+    notebooks, playbooks, out = tmp_path / "notebooks", tmp_path / "runbooks", tmp_path / "out"
+    for folder in (notebooks, playbooks / "schedules", out / "logs"):
+        folder.mkdir(parents=True)
     plot_cell = nbformat.v4.new_code_cell("plot()", outputs=[
         nbformat.v4.new_output("display_data", data={"image/png": PLOT, "text/plain": "<Figure>"}),
         nbformat.v4.new_output("stream", name="stdout", text="status: ok\n")])
     beta = _notebook("Beta: a plot", nbformat.v4.new_markdown_cell(
-        "Next: [01 Alpha](01_alpha.ipynb#Step-2), the [glossary](../runbooks/glossary.md)."),
-                     plot_cell)
+        "Next: [01 Alpha](01_alpha.ipynb#Step-2), a [state\nstore](../runbooks/glossary.md#state-"
+        "store), the [path](../runbooks/README.md#learning-path), a "
+        "[schedule](../runbooks/schedules/beta.yaml)."), plot_cell)
     error_cell = nbformat.v4.new_code_cell("start()", outputs=[nbformat.v4.new_output(
         "error", ename="RunbookError", evalue="checkpoint path does not exist: /nowhere",
         traceback=["RunbookError: checkpoint path does not exist: /nowhere"])])
@@ -93,13 +149,22 @@ def course_book(tmp_path):
         nbformat.write(source, str(notebooks / f"{stem}.ipynb"))
     nbformat.write(beta, str(out / "02_beta.ipynb"))
     nbformat.write(alpha, str(out / "01_alpha.ipynb"))
+    (out / "logs" / "01_alpha.log").write_text("Traceback: the rest of the story\n")
     (out / "02_beta.summary.json").write_text(json.dumps(
         {"runbook": "beta", "status": "ok", "spark_version": "4.3.0", "findings": []}))
     (out / "01_alpha.summary.json").write_text(json.dumps(
         {"runbook": "alpha", "status": "error", "spark_version": None, "findings": [],
          "error": {"type": "RunbookError", "message": "checkpoint path does not exist: /nowhere",
                    "step": "rb = start_runbook(...)"}}))
-    course_path = tmp_path / "course.yaml"
+    (playbooks / "README.md").write_text(
+        "# The playbooks\n\n## Learning path\n\nStart with [beta](../notebooks/02_beta.ipynb), "
+        "then [alpha](../notebooks/01_alpha.ipynb#Step-2); words in the [glossary](glossary.md)."
+        "\n\n```bash\n# a comment, not a heading; [not](a-link.md)\n```\n")
+    (playbooks / "glossary.md").write_text(
+        "# Glossary\n\n### <a id=\"state-store\"></a>state store\nSee the [path](README.md#"
+        "learning-path) and [a store](#state-store).\n")
+    (playbooks / "schedules" / "beta.yaml").write_text("checkpoint_path: /data/beta  # yours\n")
+    course_path = playbooks / "course.yaml"
     course_path.write_text(yaml.safe_dump({
         "path": [{"notebook": "02_beta", "minutes": 30, "prerequisites": ["PySpark | basics"],
                   "teaches": "How <plots> show | state."},
@@ -107,58 +172,108 @@ def course_book(tmp_path):
                   "teaches": "What an error looks like."}],
         "for_authors": [{"notebook": "00_guide", "minutes": 15, "prerequisites": ["01_alpha"],
                          "teaches": "The conventions."}]}))
-    return read_course(course_path), notebooks, out
+    return read_course(course_path), notebooks, playbooks, out
 
 
-def test_the_index_lists_the_path_in_order_then_the_template_with_each_status(course_book):
-    course, notebooks, out = course_book
-    index = book.render_book(course, out, notebooks, ["00_guide", "01_alpha", "02_beta"],
+ALL = ["00_guide", "01_alpha", "02_beta"]
+
+
+def test_the_index_lists_the_path_in_order_then_the_template_then_the_playbooks(course_book):
+    course, notebooks, playbooks, out = course_book
+    index = book.render_book(course, out, notebooks, playbooks, ALL,
                              failures={"00_guide": "the run stopped with exit code 1"})
     html = index.read_text()
     rows = _rows(html)
-    assert [row[1][1] for row in rows] == [["02_beta.html"], ["01_alpha.html"], ["00_guide.html"]]
+    assert [row[1][1] for row in rows] == [["02_beta.html"], [], []]  # only a page built links
     beta, alpha, guide = rows
     assert [cell for cell, _ in beta] == [
         "1", "02_beta: Beta: a plot", "30", "PySpark | basics", "How <plots> show | state.", "ok"]
     assert alpha[3] == ("02_beta", ["02_beta.html"])  # a prerequisite notebook links to its page
-    assert alpha[5][0] == ("error: RunbookError: checkpoint path does not exist: /nowhere "
-                           "(step: rb = start_runbook(...))")
-    assert guide[0][0] == "1" and guide[5][0] == "failed: the run stopped with exit code 1"
+    assert alpha[5] == ("not built: error: RunbookError: checkpoint path does not exist: /nowhere "
+                        "(step: rb = start_runbook(...)), see logs/01_alpha.log",
+                        ["logs/01_alpha.log"])
+    assert guide[0][0] == "1" and guide[5] == (
+        "not built: failed: the run stopped with exit code 1, see logs/00_guide.log", [])
     assert "2 notebooks, about 75 minutes" in html
     assert "query on Spark 4.3.0, taken apart" in html  # a run that never started Spark names none
-    assert html.index("The learning path") < html.index("For authors: the conventions")
+    order = [html.index(x) for x in ("The learning path", "For authors: the conventions",
+                                     "The playbooks and the glossary")]
+    assert order == sorted(order)
+    assert 'href="runbooks/glossary.html">Glossary</a>' in html
     assert "<img" not in html
 
 
-def test_a_page_keeps_its_plots_and_says_its_place_and_status(course_book):
-    course, notebooks, out = course_book
-    book.render_book(course, out, notebooks, ["00_guide", "01_alpha", "02_beta"])
+def test_a_page_keeps_its_plots_and_says_its_place_and_status_above_and_below(course_book):
+    course, notebooks, playbooks, out = course_book
+    book.render_book(course, out, notebooks, playbooks, ALL)
     beta = (out / "02_beta.html").read_text()
     assert re.findall(r"<img [^>]*src=\"data:image/png;base64,([^\"]+)\"", beta) == [PLOT]
     assert "status: ok" in beta  # the run's own last word, as printed
     header = beta[beta.index("Course book"):beta.index("Beta: a plot")]
-    assert 'href="index.html"' in header and "lesson 1 of 2" in header
-    assert 'next: <a href="01_alpha.html">01_alpha</a>' in header and "previous" not in header
+    assert 'href="index.html"' in header and "lesson 1 of 1" in header  # alpha has no page
+    assert "next" not in header and "previous" not in header
     assert "Demo status: <strong>ok</strong>" in header
-    # Links between notebooks of the book go to their pages, with their anchors.
-    assert 'href="01_alpha.html#Step-2"' in beta and "01_alpha.ipynb" not in beta
-    alpha = (out / "01_alpha.html").read_text()
-    assert "lesson 2 of 2" in alpha and 'previous: <a href="02_beta.html">' in alpha
-    assert "checkpoint path does not exist: /nowhere" in alpha[:alpha.index("Alpha: stops")]
+    footer = beta[beta.index("status: ok"):]
+    assert 'href="index.html"' in footer and "lesson 1 of 1" in footer
+    # Links go to the book's pages with their anchors; a lesson without a page keeps its text.
+    assert 'href="runbooks/glossary.html#state-store"' in beta
+    assert 'href="runbooks/README.html#learning-path"' in beta
+    assert 'href="runbooks/schedules/beta.html"' in beta
+    assert "Next: 01 Alpha, a" in beta and ".ipynb" not in beta and ".md" not in beta
 
 
-@pytest.mark.parametrize("left", ["nothing", "a notebook cut short"])
-def test_a_demo_that_left_no_notebook_still_gets_a_page_with_why(course_book, left):
-    course, notebooks, out = course_book
-    if left != "nothing":
+@pytest.mark.parametrize("left", ["an error", "nothing", "a notebook cut short"])
+def test_a_demo_that_failed_gets_no_page_and_an_earlier_page_goes(course_book, left):
+    course, notebooks, playbooks, out = course_book
+    stem = "01_alpha" if left == "an error" else "00_guide"
+    (out / f"{stem}.html").write_text("an earlier run's page")
+    if left == "a notebook cut short":
         (out / "00_guide.ipynb").write_text('{"cells": [{"cell_type": "mark')
-    book.render_book(course, out, notebooks, ["00_guide"],
+    book.render_book(course, out, notebooks, playbooks, [stem],
                      failures={"00_guide": "ModuleNotFoundError: No module named 'x'"})
-    guide = (out / "00_guide.html").read_text()
-    assert "for authors: the conventions" in guide and "Guide: the conventions" in guide
-    assert "failed</strong>: ModuleNotFoundError: No module named 'x'" in guide
+    assert not (out / f"{stem}.html").exists()
     rows = _rows((out / "index.html").read_text())
-    assert [row[1][1] for row in rows] == [["00_guide.html"]]  # a book of what was asked for
+    assert len(rows) == 1 and rows[0][5][0].startswith("not built: ")
+
+
+def test_a_book_of_a_demo_with_a_summary_but_no_notebook_says_so(course_book):
+    course, notebooks, playbooks, out = course_book
+    (out / "02_beta.ipynb").unlink()
+    book.render_book(course, out, notebooks, playbooks, ["02_beta"])
+    assert not (out / "02_beta.html").exists()
+    assert _rows((out / "index.html").read_text())[0][5][0] == (
+        "not built: failed: the demo left no executed notebook, see logs/02_beta.log")
+
+
+def test_the_playbooks_glossary_and_schedules_are_pages_with_their_links_and_anchors(course_book):
+    course, notebooks, playbooks, out = course_book
+    book.render_book(course, out, notebooks, playbooks, ALL)
+    guide = (out / "runbooks" / "README.html").read_text()
+    assert 'href="../02_beta.html"' in guide and "then alpha;" in guide  # alpha has no page
+    assert 'href="glossary.html"' in guide and 'id="learning-path"' in guide
+    assert "# a comment, not a heading; [not](a-link.md)" in _shown(guide)  # code as it is
+    glossary = (out / "runbooks" / "glossary.html").read_text()
+    assert 'href="README.html#learning-path"' in glossary and 'href="#state-store"' in glossary
+    assert 'href="../index.html"' in glossary
+    schedule = (out / "runbooks" / "schedules" / "beta.html").read_text()
+    assert "checkpoint_path: /data/beta  # yours" in _shown(schedule)
+    assert 'href="../../index.html"' in schedule and 'href="../glossary.html"' in schedule
+    assert dead_links(out) == []
+
+
+def test_a_book_of_the_real_notebooks_and_playbooks_has_no_dead_link(tmp_path):
+    """Every lesson built (each notebook as its own run's output), every playbook: each link of
+    every page lands on a page and, where it names one, on an anchor of it, and no page shows a
+    link's Markdown as text."""
+    notebooks = repo_notebooks_dir()
+    course = read_course(notebooks.parent / "runbooks" / "course.yaml")
+    stems = [lesson.notebook for lesson in course.lessons]
+    for stem in stems:
+        (tmp_path / f"{stem}.ipynb").write_bytes((notebooks / f"{stem}.ipynb").read_bytes())
+        (tmp_path / f"{stem}.summary.json").write_text('{"status": "ok"}')
+    book.render_book(course, tmp_path, notebooks, notebooks.parent / "runbooks", stems)
+    assert dead_links(tmp_path) == []
+    assert raw_links(tmp_path) == []
 
 
 def test_the_book_refuses_a_folder_of_the_runbooks_own_files_and_an_unknown_name(tmp_path):

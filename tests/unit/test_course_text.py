@@ -102,7 +102,7 @@ def _term(title: str):
 def _plain_spans(text: str) -> list[tuple[int, int]]:
     """Code, links, headings and bold: where a term is not a use to link."""
     spans = []
-    for pattern in (r"`[^`\n]*`", r"\[[^\]\n]*\]\([^)\n]*\)", r"^#.*$", r"\*\*[^*\n]*\*\*"):
+    for pattern in (r"`[^`\n]*`", r"\[[^\]]*\]\([^)\n]*\)", r"^#.*$", r"\*\*[^*\n]*\*\*"):
         spans += [m.span() for m in re.finditer(pattern, text, re.M)]
     return spans
 

@@ -21,7 +21,7 @@ import threading
 from functools import partial
 
 from state_runbooks import __version__
-from state_runbooks.book.pages import book_command
+from state_runbooks.book.build import book_command
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.locations import refuse_own_folder
 from state_runbooks.dev.startup import skip_unused_iri_grammar

@@ -45,8 +45,11 @@ class Page:
         return result["result"].get("value")
 
     def open(self, path: pathlib.Path) -> None:
-        """Load a file and wait until it and its images have loaded."""
-        self.call("Page.navigate", url=path.resolve().as_uri())
+        """Load a file and wait until it and its images have loaded; :class:`FileNotFoundError`
+        when the browser could not load it (``net::ERR_FILE_NOT_FOUND``)."""
+        navigated = self.call("Page.navigate", url=path.resolve().as_uri())
+        if navigated.get("errorText"):
+            raise FileNotFoundError(f"{path}: {navigated['errorText']}")
         deadline = time.monotonic() + 60
         while self.evaluate("document.readyState") != "complete":
             if time.monotonic() > deadline:

@@ -10,7 +10,7 @@ COMPILED := $(VENV)/.compiled
 OUT ?= out
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-jvm class-archive java-check demo book wheel test test-extended test-unit test-spark test-notebooks bench lab golden clean lock connect-server
+.PHONY: setup setup-jvm class-archive java-check demo book wheel test test-extended test-load test-unit test-spark test-notebooks bench lab golden clean lock connect-server
 
 setup: java-check $(STAMP) $(COMPILED)
 
@@ -74,6 +74,11 @@ test: setup-jvm
 # runbook's demo over Spark Connect (tests/tiers.py). CI runs it after make test.
 test-extended: setup-jvm
 	$(BIN)/python -m pytest -m extended $(PYTEST_ARGS)
+
+# make demo and make book on a busy machine: each beside two CPU-bound processes the test starts
+# and stops; every runbook must end with its usual status, every lesson be a page (tests/load).
+test-load: setup-jvm
+	$(BIN)/python -m pytest -m load -n 0 tests/load $(PYTEST_ARGS)
 
 # The tiers, each on its own: the library without Spark (seconds), the library on real Spark (local,
 # a Spark Connect server and a standalone cluster), and the notebooks run whole (nbval, papermill).

@@ -1,4 +1,5 @@
-"""The two tiers of the test run, over the same tests.
+"""The two tiers of the test run, over the same tests (and a third apart: ``make test-load`` runs
+``make demo`` and ``make book`` on a busy machine, tests/load).
 
 ``make test`` runs every behaviour at least once: each runbook on classic Spark and over Spark
 Connect, 03 on a standalone cluster, every notebook under nbval, each kind of damage, each provider

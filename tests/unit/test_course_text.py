@@ -53,6 +53,10 @@ CORRECTED = {
                                                        r"providerClass org\.apache",
     "one glossary entry per word: a store is a state store": r"\[store\]\([^)]*#store-instance\)",
     "03's bullets and checklist judge growth by one rule": r"stopped growing",
+    "changelog checkpointing is a session setting, not pinned in the offsets log":
+        r"pinned in the offsets log: RocksDB with changelog",
+    "the late-row filter uses the batch before's watermark, eviction the batch's own":
+        r"drop input rows behind it as late",
 }
 
 

@@ -30,11 +30,13 @@ def structure_lines(diag: Diagnosis) -> list[str]:
     last = diag.last_committed_batch_id
     flight = (f"batch {', '.join(map(str, diag.in_flight))} in flight (offsets, no commit)"
               if diag.in_flight else "no batch in flight")
+    # Changelog checkpointing is a session setting, not pinned: the newest version's files say it.
     provider = {"hdfs": "HDFS-backed: <v>.delta per batch, <v>.snapshot now and then",
                 "rocksdb": "RocksDB: <v>.zip per batch, listing the SST files it needs",
-                "rocksdb_changelog": "RocksDB with changelog checkpointing: <v>.changelog per "
-                                     "batch, <v>.zip snapshots now and then"}.get(diag.provider,
-                                                                                 diag.provider)
+                "rocksdb_changelog": "RocksDB; its newest state version shows changelog "
+                                     "checkpointing on (a session setting, not pinned): "
+                                     "<v>.changelog per batch, <v>.zip snapshots now and then"
+                }.get(diag.provider, diag.provider)
     lines = [f"offsets {id_ranges(diag.offset_batch_ids)}, "
              f"commits {id_ranges(diag.commit_batch_ids)}: "
              f"last committed batch {last}; {flight}",

@@ -40,6 +40,7 @@ class DemoResult:
     keys: int  # in the state after them
     same_as_scratch: int  # keys whose state equals a run from scratch over the same input
     only_filled_differ: int  # keys that differ in the filled fields alone
+    still_filled: int  # of those, keys no event reached after the migration: the fill, unchanged
     in_place: Migrated  # on a copy, with backup and journal
     undone_same_bytes: bool  # then undone
     files: int
@@ -54,7 +55,8 @@ def job_to_migrate(is_demo: bool, query_file: str, query_function: str) -> tuple
 
 def compare_with_scratch(spark, migrated: str, scratch: str, filled: list[str]) -> tuple:
     """(keys, keys whose value equals the run from scratch, keys that differ in ``filled``
-    value fields alone), over the last committed state of each, default store."""
+    value fields alone, and of those the keys whose filled fields are still NULL: no event
+    reached them after the migration), over the last committed state of each, default store."""
     from pyspark.sql import functions as F
     a = spark.read.format("statestore").load(Checkpoint(spark, migrated).root)
     b = spark.read.format("statestore").load(Checkpoint(spark, scratch).root)
@@ -65,10 +67,15 @@ def compare_with_scratch(spark, migrated: str, scratch: str, filled: list[str]) 
     same = F.col("a").eqNullSafe(F.col("b"))
     kept_same = F.struct(*[F.col(f"a.{n}") for n in kept]).eqNullSafe(
         F.struct(*[F.col(f"b.{n}") for n in kept]))
+    untouched_fill = F.lit(True)
+    for name in filled:
+        untouched_fill = untouched_fill & F.col(f"a.{name.removeprefix('value.')}").isNull()
     row = joined.agg(F.count(F.lit(1)).alias("keys"),
                      F.count(F.when(same, 1)).alias("same"),
-                     F.count(F.when(~same & kept_same, 1)).alias("filled")).first()
-    return int(row["keys"]), int(row["same"]), int(row["filled"])
+                     F.count(F.when(~same & kept_same, 1)).alias("filled"),
+                     F.count(F.when(~same & kept_same & untouched_fill, 1)).alias("unreached")
+                     ).first()
+    return int(row["keys"]), int(row["same"]), int(row["filled"]), int(row["unreached"])
 
 
 def run_demo(rb, planned: Migrated) -> DemoResult:
@@ -89,7 +96,7 @@ def run_demo(rb, planned: Migrated) -> DemoResult:
                    provider="rocksdb", partitions=2, mode="update")
     filled = [s.field for store in change.changed for s in store.value.sources
               if s.kind == "fill"]
-    keys, same, only_filled = compare_with_scratch(spark, output, scratch, filled)
+    keys, same, only_filled, still_filled = compare_with_scratch(spark, output, scratch, filled)
     # In place, on a copy: backup and journal, the new batch, then undo.
     copy = Checkpoint(spark, copy_tree(spark, ckpt.root, ckpt.root + "-in-place"))
     copy_before = tree_checksums(spark, copy.root)
@@ -103,4 +110,4 @@ def run_demo(rb, planned: Migrated) -> DemoResult:
         in_place_change.remove_fresh()
     same_bytes = bool(back.verified) and tree_checksums(spark, copy.root) == copy_before
     return DemoResult(change, plan, moved, untouched, CONTINUED_BATCHES, keys, same,
-                      only_filled, done, same_bytes, len(copy_before))
+                      only_filled, still_filled, done, same_bytes, len(copy_before))

@@ -149,8 +149,11 @@ def what_this_showed(result: DemoResult) -> list[str]:
         f"the changed query continued there for {result.batches} batches: "
         f"{result.same_as_scratch} of {result.keys} keys hold exactly the state a run from "
         f"scratch over the same input holds; the other {result.keys - result.same_as_scratch} "
-        f"differ only in the filled field ({', '.join(s.field for s in fills)}): the events "
-        "before the migration are not in the old state",
+        f"differ only in the filled field ({', '.join(s.field for s in fills)}), "
+        f"{result.still_filled} of them because no event reached them after the migration: "
+        "they still hold the fill where the run from scratch holds their events before it (a "
+        "window with events on both sides holds those after it only, the same here because "
+        "the demo's amounts grow with time)",
         f"in place, with backup and journal ({in_place}), then undone: the same bytes as "
         f"before ({result.undone_same_bytes}, {result.files} files, sidecars included)",
     ]

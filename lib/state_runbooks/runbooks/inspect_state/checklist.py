@@ -1,5 +1,5 @@
 """The inspect-state runbook's production checklist: each item (provider, changelog, watermark,
-partition balance, growth, state loads, retention) decided by the checkpoint's own facts."""
+partition balance, growth, state loads, retention, location) decided by the checkpoint's own facts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,6 +8,7 @@ from state_runbooks.common.formatting import format_utc
 from state_runbooks.common.spark_settings import CHANGELOG_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.growth import growth_verdicts
+from state_runbooks.core.named_locations import elsewhere
 from state_runbooks.core.state_limits import HDFS_STATE_ROWS
 from state_runbooks.core.state_loads import (
     DAMAGE,
@@ -209,6 +210,22 @@ def check_loads(reports: list[StoreReport]) -> Finding | None:
     return None
 
 
+def check_location(ckpt: Checkpoint) -> Finding | None:
+    """Whether the checkpoint names another place for its own files (a copy of a
+    ``transformWithState`` checkpoint names the original's schema files): None when it does not."""
+    foreign = elsewhere(ckpt.fs)
+    if not foreign:
+        return None
+    files = sorted({n.file for n in foreign})
+    shown = files[0] + (f" and {len(files) - 1} more" if len(files) > 1 else "")
+    return _item("names_another_location", "Location", "warn",
+                 f"its operator metadata ({shown}) names the schema files of "
+                 f"{', '.join(sorted({n.checkpoint for n in foreign}))}: this checkpoint was "
+                 "copied from there, restarts only while that place holds those files, and makes "
+                 "folders there when it does not; keep the original in place, and never run the "
+                 "two at once (one query id)")
+
+
 def retention_check(ckpt: Checkpoint) -> Finding:
     """Whether old state versions are deleted: state files older than the oldest batch the logs
     keep are what state maintenance (a background task of the running query) has yet to delete.
@@ -248,7 +265,7 @@ def production_checklist(ckpt: Checkpoint, reports: list[StoreReport], growth_ta
     items = [check_provider(ckpt, reports), check_changelog(ckpt),
              check_watermark(reports, watermark, where), check_balance(reports, skew_warning_ratio),
              check_growth(reports, growth_table, watermark), check_loads(reports),
-             retention_check(ckpt), check_monitoring()]
+             retention_check(ckpt), check_location(ckpt), check_monitoring()]
     return [i for i in items if i is not None]
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.fs import open_fs
+from state_runbooks.core.discovery import Found, discover
+from state_runbooks.core.fs import copy_tree, open_fs
 from state_runbooks.core.fs.connect import ConnectFS
 from state_runbooks.core.fs.hadoop import HadoopFS
 from state_runbooks.running.results import Summary, write_summary
@@ -172,3 +173,12 @@ def test_a_tree_is_copied_checksummed_and_removed_only_where_the_library_made_it
     made.mark_made("a test's scratch folder")
     made.raw().write_bytes("x/y", b"1")
     assert remove_tree(spark, made.root) and not (tmp_path / "made").exists()
+
+
+def test_discovery_finds_real_checkpoints_under_a_root_on_hadoop(spark, demo_factory, tmp_path):
+    source = demo_factory("dedup").checkpoint_path
+    copy_tree(spark, source, str(tmp_path / "fleet" / "team-a" / "orders"))
+    copy_tree(spark, source, str(tmp_path / "fleet" / "payments"))
+    (tmp_path / "fleet" / "team-a" / "notes").mkdir()
+    fs = open_fs(spark, str(tmp_path / "fleet"))
+    assert discover(fs) == [Found("payments"), Found("team-a/orders")]

@@ -19,10 +19,10 @@ WATERMARK_POLICY_CONF = "spark.sql.streaming.multipleWatermarkPolicy"
 STRICT_DISTRIBUTION_CONF = "spark.sql.streaming.statefulOperator.useStrictDistribution"
 PRUNE_STREAMING_SUBPLAN_CONF = "spark.sql.optimizer.pruneFiltersCanPruneStreamingSubplan"
 # Named sources (Spark 4.2+): every source named with .name(), the offsets log in format 2, a
-# restart matching sources by name. Pinned in the offsets log once on.
+# restart matching sources by name. Recorded in each offsets entry, and yet a restart needs it on
+# in its session too (tests/spark/test_source_evolution.py).
 SOURCE_EVOLUTION_CONF = "spark.sql.streaming.queryEvolution.enableSourceEvolution"
 OFFSET_LOG_FORMAT_CONF = "spark.sql.streaming.offsetLog.formatVersion"
-OFFSET_LOG_UPGRADE_CONF = "spark.sql.streaming.offsetLog.v1ToV2.autoUpgrade.enabled"
 FILE_CHECKSUM_CONF = "spark.sql.streaming.checkpoint.fileChecksum.enabled"  # format 2 only
 
 # -- the state store, not pinned ------------------------------------------------------------------

@@ -1,5 +1,21 @@
-"""The runbooks' figures (matplotlib). Each function returns the Figure it drew."""
+"""The runbooks' figures (matplotlib). Each function returns the Figure it drew: sizes in MiB,
+as the text says them; batch ids on whole numbers; every legend outside the data it names."""
 from __future__ import annotations
+
+MIB = 1024 ** 2
+
+
+def _batch_axis(ax) -> None:
+    """Batch ids are whole numbers: no tick between two batches."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_xlabel("batch id")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _legend_outside(ax) -> None:
+    """The legend to the right of the axes, where it covers no bar and no line."""
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0)
 
 
 def rows_per_partition(reports, max_columns: int = 3):
@@ -16,6 +32,7 @@ def rows_per_partition(reports, max_columns: int = 3):
         if report.rows:
             ax.axhline(report.rows / report.num_partitions, color="black", linestyle="--",
                        linewidth=1, label="mean")
+            ax.set_ylim(top=max(report.rows_per_partition) * 1.3)  # headroom for the legend
             ax.legend(loc="upper right", fontsize=8)
         skew = "n/a" if report.skew_ratio is None else f"{report.skew_ratio:.2f}"
         ax.set_title(f"{report.label} ({report.operator_name})\nskew {skew}", fontsize=9)
@@ -36,10 +53,10 @@ def growth(table, title: str = "State rows per batch"):
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for store in table.columns:
         ax.plot(table.index, table[store], marker="o", label=store)
-    ax.set_xlabel("batch id")
+    _batch_axis(ax)
     ax.set_ylabel("rows in state")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -47,14 +64,14 @@ def growth(table, title: str = "State rows per batch"):
 
 def provider_benchmark(table, title: str = "The same workload on each state store provider"):
     """One bar chart per measured figure, one bar per provider setup (a table from
-    ``enable_rocksdb.benchmark_table``). Sizes in MB; a missing figure (n/a) draws no bar."""
+    ``enable_rocksdb.benchmark_table``). Sizes in MiB; a missing figure (n/a) draws no bar."""
     import matplotlib.pyplot as plt
 
     panels = [("batch_ms", "batch duration (ms, median)", 1),
               ("commit_ms", "state commit (ms, median)", 1),
-              ("memoryUsedBytes", "memoryUsedBytes (MB)", 1e6),
-              ("heap_retained_bytes", "JVM heap retained (MB)", 1e6),
-              ("disk_bytes", "bytes on disk (MB)", 1e6)]
+              ("memoryUsedBytes", "memoryUsedBytes (MiB)", MIB),
+              ("heap_retained_bytes", "JVM heap retained (MiB)", MIB),
+              ("disk_bytes", "bytes on disk (MiB)", MIB)]
     panels = [p for p in panels if p[0] in table.columns]
     fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.2), squeeze=False)
     colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52"]
@@ -75,6 +92,7 @@ def estimate_vs_reported(table, title: str = "Memory estimate against Spark's me
     """Grouped bars per workload (a table from ``sizing.plot_table``: one column per figure, in
     bytes); MiB on a log scale, since the widely quoted rule of thumb and RocksDB sit far below the rest."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(8, 3.8))
     columns = list(table.columns)
@@ -82,14 +100,16 @@ def estimate_vs_reported(table, title: str = "Memory estimate against Spark's me
     colors = ["#8C8C8C", "#4C72B0", "#55A868", "#DD8452", "#C44E52"]
     for i, column in enumerate(columns):
         xs = [x + (i - (len(columns) - 1) / 2) * width for x in range(len(table.index))]
-        ax.bar(xs, table[column].astype(float) / 1024 ** 2, width, label=column,
+        ax.bar(xs, table[column].astype(float) / MIB, width, label=column,
                color=colors[i % len(colors)])
     ax.set_xticks(range(len(table.index)))
     ax.set_xticklabels(table.index)
     ax.set_yscale("log")
+    # Plain numbers (0.1, 1, 10) where a log axis would print powers of ten.
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_ylabel("MiB (log scale)")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     return fig
@@ -107,10 +127,10 @@ def growth_projection(table, projection_batches, projection_rows, title: str = "
     last = totals.index[-1]
     ax.plot([last, last + projection_batches], [totals.values[-1], projection_rows],
             linestyle="--", marker="x", label=f"projected, {projection_batches} batches ahead")
-    ax.set_xlabel("batch id")
+    _batch_axis(ax)
     ax.set_ylabel("rows in state")
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
@@ -145,14 +165,14 @@ def state_history(rows, memory, commit_share, late_rows, title: str = "State ove
 
     fig, axes = plt.subplots(2, 2, figsize=(10, 6), sharex=True)
     panels = [(axes[0][0], rows, 1, "rows in state"),
-              (axes[0][1], memory, 1024 ** 2, "memoryUsedBytes (MiB)"),
+              (axes[0][1], memory, MIB, "memoryUsedBytes (MiB)"),
               (axes[1][0], commit_share, 0.01, "commit per instance (% of batch)")]
     for ax, table, scale, label in panels:
         for column in table.columns:
             ax.plot(table.index, table[column].astype(float) / scale, marker=".", label=column)
         ax.set_title(label, fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    _legend_outside(axes[0][1])  # one legend for the four panels: the same operators
     ax = axes[1][1]
     width = 0.8 / max(len(late_rows.columns), 1)
     for i, column in enumerate(late_rows.columns):
@@ -160,7 +180,7 @@ def state_history(rows, memory, commit_share, late_rows, title: str = "State ove
     ax.set_title("rows dropped behind the watermark", fontsize=9)
     ax.grid(axis="y", alpha=0.3)
     for ax in axes[1]:
-        ax.set_xlabel("batch id")
+        _batch_axis(ax)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig

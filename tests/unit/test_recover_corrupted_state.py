@@ -1,14 +1,16 @@
 """05's file logic without Spark: what damage each log file shows and what Spark does with it
-(log_damage.py), what the files say (structure.py), and what a rollback moves (plan.py), on
-checkpoints held in memory."""
+(log_damage.py), what the files say (structure.py), what a rollback moves (plan.py), on
+checkpoints held in memory, and what the demo's break refuses to touch (demo.py)."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
-from memory_checkpoints import QUERY_ID, commit_entry, sidecar, stopped_checkpoint
+from memory_checkpoints import QUERY_ID, commit_entry, sidecar, snapshot, stopped_checkpoint
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.runbooks.recover_corrupted_state.demo import BrokenDemo, break_demo, run_demo
 from state_runbooks.runbooks.recover_corrupted_state.diagnose import Diagnosis
 from state_runbooks.runbooks.recover_corrupted_state.log_damage import (
     Logs,
@@ -210,3 +212,29 @@ def test_a_damaged_newest_commit_is_repaired_by_moving_it_alone():
 def test_log_batch_ids():
     assert [log_batch_id(r) for r in ("offsets/3", "commits/10", "offsets/.3.crc", "state/0/1")] \
         == [3, 10, None, None]
+
+
+# -- the demo's break: the demo only ---------------------------------------------------------------
+def test_the_break_refuses_a_checkpoint_given_and_changes_none_of_its_files():
+    ckpt = stopped_checkpoint()
+    files = snapshot(ckpt.spark)
+    with pytest.raises(RunbookError, match="only the demo checkpoint is broken on purpose"):
+        break_demo(SimpleNamespace(is_demo=False, spark=ckpt.spark, checkpoint=ckpt))
+    assert snapshot(ckpt.spark) == files
+
+
+def test_a_demo_whose_files_cannot_change_is_left_intact_and_its_demo_does_nothing():
+    ckpt = SimpleNamespace(fs=SimpleNamespace(can_modify=False))  # Spark Connect, no dbutils.fs
+    rb = SimpleNamespace(is_demo=True, spark=None, checkpoint=ckpt)
+    broken = break_demo(rb)
+    assert broken == BrokenDemo("") and not broken.broke
+    assert broken.setup_line().startswith("demo: this session cannot change files")
+    rb.demo_prepared = broken
+    diag = object()  # the main step's diagnosis, passed on untouched
+    demo = run_demo(rb, diag)
+    assert demo.broken_file == "" and demo.diagnosis is diag and demo.rolled_back is None
+
+
+def test_the_demo_s_own_steps_need_the_break_of_set_up():
+    with pytest.raises(RunbookError, match="prepare_demo=break_demo"):
+        run_demo(SimpleNamespace(demo_prepared=None), object())

@@ -57,6 +57,26 @@ def test_without_a_checkpoint_the_demo_is_built_after_prepare(steps):
     assert rb.is_demo and rb.prepared is None
 
 
+def _note_demo_prepared(steps):
+    def prepare_demo(rb):
+        steps.append(f"prepare_demo {rb.checkpoint.root}")
+        return "broken on purpose"
+    return prepare_demo
+
+
+def test_the_demo_is_prepared_last_on_the_opened_demo_checkpoint(steps):
+    rb = start_runbook("x", prepare_demo=_note_demo_prepared(steps))
+    assert steps == ["spark", "demo", "checkpoint /tmp/demo require_state=True",
+                     "prepare_demo file:/tmp/demo"]
+    assert rb.demo_prepared == "broken on purpose"
+
+
+def test_a_checkpoint_given_is_never_prepared_as_the_demo(steps):
+    rb = start_runbook("x", "/data/ckpt", prepare_demo=_note_demo_prepared(steps))
+    assert steps == ["spark", "checkpoint /data/ckpt require_state=True"]
+    assert rb.demo_prepared is None
+
+
 @pytest.mark.parametrize("name, placeholders", [
     ("checkpoint_path", {}), ("query_file", {"query_file": " <the job's file> "})])
 def test_a_placeholder_refuses_in_one_line_before_spark_starts(steps, name, placeholders):

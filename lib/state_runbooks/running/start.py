@@ -134,6 +134,7 @@ class RunbookContext(RunContext):
     checkpoint: Checkpoint | None
     demo: DemoRun | None
     prepared: object = None  # what the runbook's prepare(spark) returned
+    demo_prepared: object = None  # what the runbook's prepare_demo(rb) returned; the demo only
 
     @property
     def is_demo(self) -> bool:
@@ -162,6 +163,7 @@ def start_runbook(name: str, checkpoint_path: str = "", spark_master: str = "",
                   require_state: bool = True, *, placeholders: dict | None = None,
                   checks: Callable[[], object] | None = None,
                   prepare: Callable[[object], object] | None = None,
+                  prepare_demo: Callable[[RunbookContext], object] | None = None,
                   sources: dict | None = None) -> RunbookContext:
     """The common start of every runbook: check, start Spark, open the checkpoint (or build the
     demo). In order:
@@ -178,6 +180,9 @@ def start_runbook(name: str, checkpoint_path: str = "", spark_master: str = "",
        provider), runs before the checkpoint is opened; what it returns is ``prepared``.
     4. The checkpoint given is opened (``require_state``: it must have stateful operators), or with
        none the demo checkpoint is built (``demo``: the options of ``build_demo_checkpoint``).
+    5. On the demo only, ``prepare_demo(rb)``, the runbook's own set-up of it (05 breaks it on
+       purpose), runs on the context; what it returns is ``demo_prepared``. A checkpoint given
+       never reaches it.
 
     ``sources``: for a runbook that can also read something else (06: ``event_log_path``,
     ``query_name``, ``query_id``), those parameters by name. The checkpoint is then optional and no
@@ -206,4 +211,7 @@ def start_runbook(name: str, checkpoint_path: str = "", spark_master: str = "",
             # Spark Connect plans a read when it runs, not when it is built: the reads of this
             # run need the checkpoint's format set in the session for the whole run.
             spark.conf.set(CHECKPOINT_FORMAT_CONF, str(ckpt.format_version))
-    return RunbookContext(name, spark, summary, summary_path, fail_on, ckpt, demo_run, prepared)
+    rb = RunbookContext(name, spark, summary, summary_path, fail_on, ckpt, demo_run, prepared)
+    if demo_run is not None and prepare_demo is not None:
+        rb.demo_prepared = prepare_demo(rb)
+    return rb

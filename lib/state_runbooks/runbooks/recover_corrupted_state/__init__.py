@@ -6,7 +6,9 @@ One module per concern:
 - :mod:`.diagnose`: the load test, the last good batch, the file at fault;
 - :mod:`.plan`: what a rollback moves;
 - :mod:`.apply`: rollback and undo, through the procedure every changing runbook follows;
-- :mod:`.demo`: the demo, broken on purpose, and the whole way back on a copy (``run_demo``);
+- :mod:`.demo`: the demo, broken on purpose at set-up (``break_demo``, start_runbook's
+  ``prepare_demo``), and the whole way back on a copy, from the main step's diagnosis
+  (``run_demo``);
 - :mod:`.report`: the lines a reader sees, the run summary (of a ``Recovery``) and what the demo
   showed;
 - :mod:`.log_damage`: damage to the logs and metadata files beside the state;
@@ -19,7 +21,7 @@ demo injects (:mod:`state_runbooks.demos.faults`).
 shape the reader cannot read is "unknown" and nothing is planned.
 """
 from .apply import ROLLBACK, Checks, Outcome, check_rollback, rollback, undo
-from .demo import DEMO, DemoResult, run_demo
+from .demo import DEMO, BrokenDemo, DemoResult, break_demo, run_demo
 from .diagnose import Diagnosis, Probe, diagnose, linear_scan
 from .exercise import try_it
 from .plan import REPLAY_FROM_START, Plan, plan_lines, plan_rollback
@@ -41,7 +43,7 @@ from .structure import Problem
 __all__ = [
     "try_it",
     "ROLLBACK", "Checks", "Outcome", "check_rollback", "rollback", "undo",
-    "DEMO", "DemoResult", "run_demo",
+    "DEMO", "BrokenDemo", "DemoResult", "break_demo", "run_demo",
     "Diagnosis", "Probe", "diagnose", "linear_scan",
     "REPLAY_FROM_START", "Plan", "plan_lines", "plan_rollback",
     "bisection_lines", "load_lines", "options_lines", "problem_lines", "source_offsets_lines",

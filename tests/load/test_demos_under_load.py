@@ -45,8 +45,10 @@ def _statuses(out: pathlib.Path) -> dict[str, str]:
 
 def _report(request, line: str) -> None:
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line)
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        with capture.global_and_fixture_disabled():  # on the terminal, not in captured output
+            reporter.write_line(line)
     request.node.user_properties.append(("report", line))
 
 

@@ -17,9 +17,9 @@ from state_runbooks.cli.runbook_files import (
 )
 
 from .course import Course, check_covers, read_course
-from .links import BookPages, page_path
+from .links import BookPages
 from .pages import INDEX, demo_status, executed_notebook, is_built, render_index, render_page
-from .playbooks import PLAYBOOKS, playbook_sources, render_playbooks, title
+from .playbooks import PLAYBOOKS, playbook_sources, render_playbooks
 
 OUTPUTS = (".ipynb", ".html", ".summary.json")
 
@@ -66,9 +66,7 @@ def render_book(course: Course, out_dir: pathlib.Path, notebooks_dir: pathlib.Pa
         else:
             page.unlink(missing_ok=True)  # an earlier run's page would show what this one did not
     shutil.rmtree(out_dir / PLAYBOOKS, ignore_errors=True)
-    render_playbooks(playbooks_dir, out_dir, book, INDEX, write_page)
-    playbooks = {page_path(source): title((playbooks_dir / source.split("/", 1)[1]).read_text(
-        encoding="utf-8"), source) for source in sorted(book.playbooks) if source.endswith(".md")}
+    playbooks = render_playbooks(playbooks_dir, out_dir, book, INDEX, write_page)
     titles = {stem: purpose(notebooks_dir / f"{stem}.ipynb") for stem in chosen}
     return render_index(course, out_dir, chosen, statuses, titles, playbooks,
                         _spark_versions(out_dir, chosen), write_page)

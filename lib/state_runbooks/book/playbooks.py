@@ -46,18 +46,21 @@ def playbook_markdown(source: str, text: str, book: BookPages, index: str) -> li
 
 
 def render_playbooks(playbooks_dir: pathlib.Path, out_dir: pathlib.Path, book: BookPages,
-                     index: str, write_page) -> list[pathlib.Path]:
+                     index: str, write_page) -> dict[str, str]:
     """A page under ``<out>/runbooks/`` for each playbook the book carries; ``write_page(nb,
-    target, title)`` renders one."""
+    target, title)`` renders one. Returns the title of each playbook's page (not the schedule
+    files'), by its path in the book, for the index."""
     import nbformat
 
-    written = []
+    titles = {}
     for source in sorted(book.playbooks):
         text = (playbooks_dir / posixpath.relpath(source, PLAYBOOKS)).read_text(encoding="utf-8")
         cells = [nbformat.v4.new_markdown_cell(part)
                  for part in playbook_markdown(source, text, book, index)]
         target = out_dir / page_path(source)
         target.parent.mkdir(parents=True, exist_ok=True)
-        written.append(write_page(nbformat.v4.new_notebook(cells=cells), target,
-                                  title(text, posixpath.basename(source))))
-    return written
+        name = title(text, posixpath.basename(source))
+        write_page(nbformat.v4.new_notebook(cells=cells), target, name)
+        if source.endswith(".md"):
+            titles[page_path(source)] = name
+    return titles

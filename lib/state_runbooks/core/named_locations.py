@@ -86,20 +86,21 @@ def relocated(text: str, where: str, new_root: str) -> str:
     """An operator metadata file's text with every schema file path that names another location
     naming the same file under ``new_root``, each path's JSON string replaced where it stands so
     that the rest keeps Spark's bytes."""
-    moved = text
-    for path in _schema_paths(text, where):
-        relative = NamedLocation(where, path, False).relative
+    def moved(path: str) -> str:
         if _same_root(path, new_root):
-            continue
+            return path
+        relative = NamedLocation(where, path, False).relative
         if relative is None:
             raise RunbookError(f"{where} names {path}, which is no file of a checkpoint's state/: "
                                "these runbooks do not know where it goes; nothing was changed")
-        moved = moved.replace(json.dumps(path, ensure_ascii=False),
-                              json.dumps(f"{new_root.rstrip('/')}/{relative}", ensure_ascii=False))
-    expected = [p if _same_root(p, new_root) else
-                f"{new_root.rstrip('/')}/{NamedLocation(where, p, False).relative}"
-                for p in _schema_paths(text, where)]
-    if _schema_paths(moved, where) != expected:
+        return f"{new_root.rstrip('/')}/{relative}"
+
+    paths = _schema_paths(text, where)
+    out = text
+    for path in paths:
+        out = out.replace(json.dumps(path, ensure_ascii=False),
+                          json.dumps(moved(path), ensure_ascii=False))
+    if _schema_paths(out, where) != [moved(p) for p in paths]:
         raise RunbookError(f"{where}: its schema file paths could not be rewritten one by one "
                            "(one path holds another): nothing was changed")
-    return moved
+    return out

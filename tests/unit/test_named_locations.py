@@ -83,3 +83,11 @@ def test_03s_checklist_warns_of_a_copy_that_depends_on_its_original(copied):
         copied.write_bytes(rel, relocated(copied.read_text(rel), rel, copied.uri()).encode(),
                            overwrite=True)
     assert check_location(Checkpoint(copied.files, copied.root)) is None
+
+
+@pytest.mark.parametrize("root", ["file:/data/q", "file:///data/q", "/data/q"])
+def test_one_place_however_its_root_is_spelled(root):
+    from state_runbooks.core.named_locations import _same_root
+
+    assert _same_root(f"file:/data/q/{SCHEMA}", root)
+    assert not _same_root(f"file:/data/old/{SCHEMA}", root)

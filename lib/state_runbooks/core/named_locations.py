@@ -13,12 +13,14 @@ those are the input's, not the checkpoint's: they move only when the input moves
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from state_runbooks.common.errors import RunbookError
 
 STATE_MARK = "/state/"  # where a path Spark wrote stops naming the root and starts naming the file
 SCHEMA_PATHS = "stateSchemaFilePaths"
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,17 @@ class NamedLocation:
         return self.path[:at] if at >= 0 else self.path
 
 
+def _spelled_alike(uri: str) -> str:
+    """``file:///x`` and ``file:/x`` are one place; a root given without a scheme (a Spark
+    Connect root before the server named it) is compared by its path alone."""
+    return re.sub(r"^file:///", "file:/", uri)
+
+
 def _same_root(path: str, root: str) -> bool:
-    return path.startswith(root.rstrip("/") + "/")
+    path, root = _spelled_alike(path), _spelled_alike(root).rstrip("/")
+    if not _SCHEME.match(root):
+        path = _SCHEME.sub("", path)
+    return path.startswith(root + "/")
 
 
 def metadata_v2_files(fs) -> list[str]:
@@ -70,9 +81,10 @@ def _schema_paths(text: str, where: str) -> list[str]:
 
 def named_locations(fs) -> list[NamedLocation]:
     """Every absolute path the checkpoint at ``fs``'s root names for its own files."""
-    root = fs.uri()
+    files = metadata_v2_files(fs)  # listed first: a Connect root is named by its listing
+    root = fs.root
     return [NamedLocation(rel, path, _same_root(path, root))
-            for rel in metadata_v2_files(fs)
+            for rel in files
             for path in _schema_paths(fs.read_text(rel), rel)]
 
 

@@ -215,9 +215,12 @@ def _stopped_before_the_change(out: Outcome, journal, backup, signs, new_locatio
 
 
 def _written(ckpt: Checkpoint, inventory: dict) -> dict:
-    """The log entries the change added (path -> [size, modified ms]): its own batch."""
+    """The log entries the change added or rewrote (path -> [size, modified ms]): its own
+    batch, or a moved source's offsets."""
     now = log_listing(ckpt.fs.raw())
-    return {rel: [e.size, e.modified_ms] for rel, e in now.items() if rel not in inventory}
+    return {rel: [e.size, e.modified_ms] for rel, e in now.items()
+            if rel not in inventory
+            or (inventory[rel].size, inventory[rel].modified_ms) != (e.size, e.modified_ms)}
 
 
 def _undo_on_its_own(ckpt: Checkpoint, change: Change, out: Outcome, new_location,

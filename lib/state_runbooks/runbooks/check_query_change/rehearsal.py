@@ -9,7 +9,9 @@ RocksDB the SST files its snapshot names). The newest batch is left uncommitted 
 the restart runs that batch again with its logged offsets: it reads a known, bounded slice of
 the source and passes through every check a restart makes (sources, operators, schemas, the
 pinned settings), however much new data waits. The copy is removed afterwards; the checkpoint is
-only read.
+only read. With ``committed=True`` the copy keeps every commit and the restart runs the batch
+after the newest, from the logged offsets to what the sources hold now (how 12 proves a moved
+source starts where it was set to).
 """
 from __future__ import annotations
 
@@ -53,6 +55,7 @@ class Rehearsal:
     copy: CopyPlan | None = None
     shuffle_partitions: list[int] = field(default_factory=list)  # from the batch's progress
     input_rows: int | None = None
+    progress: dict = field(default_factory=dict)  # the batch's last progress, as Spark gave it
     note: str = ""
     removed: bool = False
 
@@ -79,15 +82,17 @@ def _loads(files: dict, version: int) -> list[str]:
     return out
 
 
-def plan_copy(ckpt) -> CopyPlan:
-    """What the copy must hold to run the newest batch again (see the module's docstring)."""
-    batch = ckpt.offset_batch_ids[-1] if ckpt.offset_batch_ids else None
-    if batch is None:
+def plan_copy(ckpt, committed: bool = False) -> CopyPlan:
+    """What the copy must hold to run the newest batch again, or with ``committed`` the one
+    after it (see the module's docstring)."""
+    newest = ckpt.offset_batch_ids[-1] if ckpt.offset_batch_ids else None
+    if newest is None:
         raise RunbookError(f"checkpoint {ckpt.root} has no offsets entry: the query never ran a "
                            "batch, so any change restarts as a new query")
+    batch = newest + 1 if committed else newest
     listing = ckpt.fs.walk()
     keep = {"metadata"} & set(listing)
-    keep |= {f"offsets/{b}" for b in (batch - 1, batch)} & set(listing)
+    keep |= {f"offsets/{b}" for b in (newest - 1, newest)} & set(listing)
     keep |= {f"commits/{b}" for b in ckpt.commit_batch_ids if b < batch}
     keep |= {rel for rel in listing if rel.startswith("sources/")}
     keep |= set(checked_files(listing))
@@ -130,10 +135,10 @@ def error_class_of(exc: BaseException) -> str | None:
 
 
 def rehearse(spark, ckpt, job, scratch_dir: str = "",
-             timeout_seconds: float = TIMEOUT_SECONDS) -> Rehearsal:
+             timeout_seconds: float = TIMEOUT_SECONDS, committed: bool = False) -> Rehearsal:
     """Copy, restart for one batch, report, remove the copy."""
     start = time.perf_counter()
-    plan = plan_copy(ckpt)
+    plan = plan_copy(ckpt, committed)
     root = scratch_root(ckpt, scratch_dir)
     copy = open_fs(spark, root)
     if not getattr(copy, "can_modify", True):
@@ -175,6 +180,7 @@ def _run(spark, job, path: str, batch_id: int, timeout_seconds: float, out: Rehe
             out.shuffle_partitions = sorted({op.get("numShufflePartitions") for op in
                                              ran[-1].get("stateOperators", [])} - {None})
             out.input_rows = ran[-1].get("numInputRows")
+            out.progress = ran[-1]
         else:
             out.note = "the batch did not run (the source returned no data for its logged offsets)"
     except Exception as exc:  # noqa: BLE001 - what Spark raised is the answer

@@ -1,0 +1,48 @@
+"""An example streaming job on a file source: events and amount per user in 3-second windows,
+read from JSON files in a folder (one file a batch, 10 events with one second of event time each
+file, from 2023-11-14 22:13:20 UTC). 12 moves its checkpoint when the folder moves.
+
+The folder is the session setting ``INPUT_CONF`` (a real job names its folder in its code); the
+demo sets it to the folder the job reads after the move.
+"""
+import json
+import os
+
+from pyspark.sql import functions as F
+
+INPUT_CONF = "spark.state_runbooks.demo.input_folder"
+START_MS = 1_700_000_000_000
+ROWS_PER_FILE = 10
+SCHEMA = "event_id string, user_id string, amount double, event_time timestamp"
+
+
+def events(spark, folder: str):
+    return (spark.readStream.format("json").schema(SCHEMA).load(folder)
+            .withWatermark("event_time", "5 seconds"))
+
+
+def counts(df):
+    return (df.groupBy(F.window("event_time", "3 seconds"), "user_id")
+            .agg(F.count("*").alias("events"), F.sum("amount").alias("amount")))
+
+
+def build(spark):
+    return (counts(events(spark, spark.conf.get(INPUT_CONF))).writeStream.format("console")
+            .outputMode("append").trigger(processingTime="10 seconds"))
+
+
+def write_file(folder: str, number: int, rows: int = ROWS_PER_FILE) -> str:
+    """The ``number``-th input file (its events one second of event time after the last's)."""
+    import datetime as dt
+    os.makedirs(folder, exist_ok=True)
+    at = dt.datetime.fromtimestamp((START_MS + number * 1000) / 1000, dt.timezone.utc)
+    lines = []
+    for i in range(rows):
+        value = number * rows + i
+        lines.append(json.dumps({"event_id": f"evt-{value // 2}", "user_id": f"user-{value % 5}",
+                                 "amount": float(value % 100),
+                                 "event_time": at.strftime("%Y-%m-%dT%H:%M:%S.000Z")}))
+    path = os.path.join(folder, f"events-{number:04d}.json")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("\n".join(lines) + "\n")
+    return path

@@ -85,7 +85,7 @@ def _shape_query(name: str) -> tuple[str, int]:
 def _compare(ctx, label: str, path: str, workload: str, rows: int, repeats: int) -> list[dict]:
     from state_runbooks.core.checkpoint import Checkpoint
     from state_runbooks.runbooks import check_query_change as qc
-    from state_runbooks.runbooks.check_query_change.rehearsal import plan_copy
+    from state_runbooks.query.rehearsal import plan_copy
 
     job_file = ctx.folder / f"job_{workload}.py"
     job_file.write_text(JOB.format(workload=workload, rows=rows))

@@ -15,7 +15,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import tree_checksums
 from state_runbooks.runbooks import check_query_change as qc
 from state_runbooks.runbooks.check_query_change.plan_text import explain_text, plan_facts
-from state_runbooks.runbooks.check_query_change.rehearsal import plan_copy
+from state_runbooks.query.rehearsal import plan_copy
 
 KEY = "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE"
 VALUE = "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE"

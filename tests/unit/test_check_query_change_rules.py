@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from state_runbooks.core import state_schemas as schemas
-from state_runbooks.runbooks.check_query_change import source_changes, sources
+from state_runbooks.query import source_changes, sources
 from state_runbooks.runbooks.check_query_change.compare import Comparison, Difference
 from state_runbooks.runbooks.check_query_change.pinned_settings import pinned_settings
 from state_runbooks.runbooks.check_query_change.verdict import decide

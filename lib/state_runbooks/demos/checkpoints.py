@@ -26,6 +26,7 @@ from state_runbooks.common.spark_settings import (
 )
 from state_runbooks.session.spark_session import session_conf
 
+from .jobs import files_per_window
 from .local_writes import local_write_conf
 from .transient import run_once_more_if_transient
 
@@ -37,8 +38,7 @@ WORKLOADS = ("dedup", "window_agg", "join", "two_operators", "join_left_outer", 
              "window_agg_many_users", "dedup_within_watermark", "join_v3", "session_window",
              "pandas_with_state", "transform_with_state", "limit", "composite_agg",
              "transform_with_state_pandas", "files_window_agg")
-# Workloads fed by files: each batch's input is one more file in a folder beside the checkpoint
-# (input_folder), written just before the batch runs.
+# Fed by files: each batch's input one more file beside the checkpoint, written before it runs.
 FILE_WORKLOADS = ("files_window_agg",)
 # Workloads whose state only Spark's RocksDB provider can keep: with provider "hdfs" they run on
 # "rocksdb" (DemoRun.provider says which ran).
@@ -331,16 +331,10 @@ def _transform_with_state_pandas(spark, rows_per_batch: int):
                                         "None"))
 
 
-def input_folder(checkpoint_path: str) -> str:
-    """Where a file-fed workload's input files are: ``input`` beside its checkpoint."""
-    return os.path.join(os.path.dirname(checkpoint_path.rstrip("/")), "input")
-
-
 def demo_query(spark, workload: str, rows_per_batch: int, folder: str = ""):
     """The streaming DataFrame of a demo workload (run in append mode, or in the workload's
     ``WORKLOAD_OUTPUT_MODE``); ``folder``: a file-fed workload's input folder."""
     if workload == "files_window_agg":
-        from .jobs import files_per_window
         return files_per_window.counts(files_per_window.events(spark, folder))
     if workload == "dedup":
         return _dedup(_events(spark, rows_per_batch))
@@ -468,9 +462,8 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
             **provider_conf(demo_provider(workload, provider)), **WORKLOAD_CONF.get(workload, {}),
             **(extra_conf or {})}
     progress = []
-    folder = input_folder(checkpoint_path) if workload in FILE_WORKLOADS else ""
-    if folder:
-        os.makedirs(folder, exist_ok=True)  # a file source's folder must exist when it is read
+    folder = files_per_window.input_folder(checkpoint_path) if workload in FILE_WORKLOADS else ""
+    os.makedirs(folder or ".", exist_ok=True)  # a file source's folder must exist when it is read
     with session_conf(spark, conf):
         df = demo_query(spark, workload, rows_per_batch, folder)
         what = f"running demo query {workload} on {checkpoint_path}"
@@ -486,17 +479,11 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
 
         for _ in range(batches):
             if folder:
-                from .jobs import files_per_window
-                files_per_window.write_file(folder, _files_in(folder), rows_per_batch)
+                files_per_window.write_next_file(folder, rows_per_batch)
             query = run_once_more_if_transient(spark, checkpoint_path, what, one_batch)
             if query.lastProgress:
                 progress.append(query.lastProgress)
     return progress
-
-
-def _files_in(folder: str) -> int:
-    return len([n for n in os.listdir(folder) if not n.startswith((".", "_"))]) \
-        if os.path.isdir(folder) else 0
 
 
 def build_demo_checkpoint(spark, workload: str = "two_operators", checkpoint_path: str = "",

@@ -31,6 +31,18 @@ def build(spark):
             .outputMode("append").trigger(processingTime="10 seconds"))
 
 
+def input_folder(checkpoint_path: str) -> str:
+    """Where the demo's input files are: ``input`` beside its checkpoint."""
+    return os.path.join(os.path.dirname(checkpoint_path.rstrip("/")), "input")
+
+
+def write_next_file(folder: str, rows: int = ROWS_PER_FILE) -> str:
+    """The file after the ones already in ``folder``."""
+    done = [n for n in os.listdir(folder) if not n.startswith((".", "_"))] \
+        if os.path.isdir(folder) else []
+    return write_file(folder, len(done), rows)
+
+
 def write_file(folder: str, number: int, rows: int = ROWS_PER_FILE) -> str:
     """The ``number``-th input file (its events one second of event time after the last's)."""
     import datetime as dt

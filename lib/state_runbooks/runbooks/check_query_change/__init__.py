@@ -8,10 +8,10 @@ One module per concern:
 - :mod:`.plan_text`: the changed query's sources, watermarks and operators from its plan;
 - :mod:`.pinned_settings`: what the checkpoint pins against what the job sets;
 - :mod:`.spark_check`: Spark's own restart checks, called by planning the changed query;
-- :mod:`.sources` and :mod:`.source_changes`: the sources of both sides, and what a restart
-  does with each change;
+- :mod:`state_runbooks.query.sources` and :mod:`state_runbooks.query.source_changes` (shared
+  with 12): the sources of both sides, and what a restart does with each change;
 - :mod:`.compare`: old against new, a row per aspect graded with Spark's rule;
-- :mod:`.rehearsal`: the changed query restarted for one batch on a scratch copy;
+- :mod:`state_runbooks.query.rehearsal` (shared with 12): the changed query restarted for one batch on a scratch copy;
 - :mod:`.verdict`: the one rule (restarts, fails or unknown) and the rows it decides;
 - :mod:`.check`: all of it in order; :mod:`.report`: lines, summary and what the demo showed;
 - :mod:`.demo`: the demo job's three changes.

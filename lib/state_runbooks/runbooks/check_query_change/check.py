@@ -12,9 +12,9 @@ from state_runbooks.session.spark_session import is_connect
 from . import compare as cmp
 from .pinned_settings import pinned_settings
 from .plan_text import explain_text, plan_facts
-from .rehearsal import Rehearsal, rehearse
-from .source_changes import compare_sources
-from .sources import checkpoint_sources, query_sources
+from state_runbooks.query.rehearsal import Rehearsal, rehearse
+from state_runbooks.query.source_changes import compare_sources
+from state_runbooks.query.sources import checkpoint_sources, query_sources
 from .verdict import RestartVerdict, decide
 
 
@@ -103,7 +103,7 @@ def check_query_change(spark, ckpt, job: JobQuery, rehearse_change: bool = True,
 
 
 def add_rehearsal(check: Check, spark, ckpt, scratch_dir: str = "") -> Check:
-    """Restart the changed query for one batch on a scratch copy (:mod:`.rehearsal`); then
+    """Restart the changed query for one batch on a scratch copy (:mod:`state_runbooks.query.rehearsal`); then
     decide again."""
     check.rehearsal = rehearse(spark, ckpt, check.job, scratch_dir)
     check.rehearse_asked = True

@@ -21,7 +21,7 @@ from state_runbooks.core import state_schemas as schemas
 from state_runbooks.core.state_layout import OperatorState
 
 from .pinned_settings import PinnedSetting, short
-from .source_changes import SourceVerdict
+from state_runbooks.query.source_changes import SourceVerdict
 
 OPERATOR_NOT_MATCH = "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
 SOURCES = "sources"  # a source's row carries the sentence Spark fails with, not an error class
@@ -39,8 +39,9 @@ ACTIONS = {
                                   f"fields), {NEW_CHECKPOINT}",
     OPERATOR_NOT_MATCH: "keep the stateful operators and their order (add new stateful steps "
                         f"in a new query), {NEW_CHECKPOINT}",
-    SOURCES: f"keep the sources as they were (the same kind, what they read, their order), "
-             f"{NEW_CHECKPOINT}",
+    SOURCES: "keep the sources as they were (the same kind, what they read, their order); or "
+             "move the checkpoint onto the new source with its state (12 Move a checkpoint, "
+             f"runbooks/move-checkpoint.md); {NEW_CHECKPOINT}",
 }
 RULES = {
     schemas.KEY_NOT_COMPATIBLE: "Spark's StateSchemaCompatibilityChecker: same fields, order "
@@ -159,7 +160,7 @@ def _compare_family(op, store_name, family, other) -> list[Difference]:
 
 
 def compare_sources(verdicts: list[SourceVerdict]) -> list[Difference]:
-    """One row per source (:mod:`.sources` decides each)."""
+    """One row per source (:mod:`state_runbooks.query.source_changes` decides each)."""
     rows = []
     for v in verdicts:
         aspect = v.label if v.label == "sources" else f"source {v.label}".replace(

@@ -1,8 +1,8 @@
 """The verdict, by one rule, and the rows it stands on.
 
 A restart is judged on every aspect Spark checks when a query restarts: its stateful operators
-and state schemas (Spark's own check, :mod:`.spark_check`), its sources (:mod:`.sources`), and,
-where it ran, the rehearsal (:mod:`.rehearsal`), whose outcome is what Spark did. The rule:
+and state schemas (Spark's own check, :mod:`.spark_check`), its sources (:mod:`state_runbooks.query.sources`), and,
+where it ran, the rehearsal (:mod:`state_runbooks.query.rehearsal`), whose outcome is what Spark did. The rule:
 
 - ``fails`` when any row fails: Spark's own check raised, the rehearsal failed (whatever the
   reason: it is Spark's answer), or a rule Spark applies before planning refuses (the number of

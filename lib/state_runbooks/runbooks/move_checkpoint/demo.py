@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import copy_tree, tree_checksums
-from state_runbooks.demos.checkpoints import build_demo_checkpoint, input_folder, new_demo_folder
+from state_runbooks.demos.checkpoints import build_demo_checkpoint, new_demo_folder
 from state_runbooks.demos.continuation import continue_query
 from state_runbooks.demos.jobs import files_per_window
 
@@ -46,7 +46,7 @@ class DemoResult:
 def prepare_demo(rb) -> str:
     """The folder moves and a new file arrives; the job reads the moved folder from now on.
     Returns the moved folder."""
-    old = input_folder(rb.checkpoint.root.removeprefix("file:"))
+    old = files_per_window.input_folder(rb.checkpoint.root.removeprefix("file:"))
     moved = os.path.join(os.path.dirname(old), MOVED_FOLDER)
     shutil.move(old, moved)
     for number in range(DEMO["batches"], DEMO["batches"] + NEW_FILES):
@@ -67,7 +67,7 @@ def _never_moved(spark) -> tuple[str, list]:
     last batch wrote."""
     run = build_demo_checkpoint(spark, **DEMO, checkpoint_path=os.path.join(new_demo_folder(),
                                                                             "reference"))
-    folder = input_folder(run.checkpoint_path)
+    folder = files_per_window.input_folder(run.checkpoint_path)
     for number in range(DEMO["batches"], DEMO["batches"] + NEW_FILES):
         files_per_window.write_file(folder, number)
     df = files_per_window.counts(files_per_window.events(spark, folder))

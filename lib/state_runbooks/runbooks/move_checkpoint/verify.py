@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.named_locations import elsewhere
-from state_runbooks.runbooks.check_query_change.rehearsal import Rehearsal, rehearse
+from state_runbooks.query.rehearsal import Rehearsal, rehearse
 from state_runbooks.safety.safekeeping import changed_files
 
 from .start import expected_rows

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from state_runbooks.core import offset_log
 from state_runbooks.core import source_offsets as so
 from state_runbooks.query.planning import Probe, probe, restart_settings
-from state_runbooks.runbooks.check_query_change.source_changes import (
+from state_runbooks.query.source_changes import (
     SourceVerdict,
     compare_sources,
 )
-from state_runbooks.runbooks.check_query_change.sources import (
+from state_runbooks.query.sources import (
     Source,
     checkpoint_sources,
     query_sources,

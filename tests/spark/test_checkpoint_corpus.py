@@ -481,7 +481,7 @@ def test_10_dry_run_of_the_unchanged_job_migrates_nothing(spark, corpus, name, t
 def _move(spark, built: Built, tmp_path: Path, move: str, **kw):
     ckpt = built.checkpoint(spark)
     job = mc.load_job(spark, unchanged_job(built, tmp_path), "build")
-    moves = mc.compare_move(spark, ckpt, job, kw.pop("source", ""))
+    moves = mc.compare_move(spark, ckpt, job, kw.pop("source", ""), move)
     checks = mc.check_requirements(spark, ckpt, moves, move, **kw)
     return checks, mc.move(ckpt, checks, job, dry_run=False)
 

@@ -47,7 +47,7 @@ def _moved_input(spark, ckpt_path: str, new_files: int = 1) -> str:
 def _checks(spark, path: str, function: str, move: str = "source", **kw):
     job = mc.load_job(spark, JOBS, function)
     ckpt = Checkpoint(spark, path)
-    moves = mc.compare_move(spark, ckpt, job)
+    moves = mc.compare_move(spark, ckpt, job, move=move)
     return job, ckpt, mc.check_requirements(spark, ckpt, moves, move, **kw)
 
 

@@ -7,6 +7,7 @@ cluster already has. Paths are given relative to a root folder (usually the chec
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -144,8 +145,16 @@ class HadoopFS(TreeOperations):
         return self.read_bytes(rel).decode("utf-8")
 
     def sha256(self, rel: str) -> str:
-        """SHA-256 of a file's bytes, computed in the JVM (commons-codec, shipped with Spark): the
-        bytes never cross to Python, so large state files cost no memory here."""
+        """SHA-256 of a file's bytes, read in chunks: by the operating system on the driver's
+        own disk (no JVM call per file: a move compares tens of thousands), else in the JVM
+        (commons-codec, shipped with Spark), so that the bytes never cross to Python."""
+        local = self._local_folder()
+        if local is not None:
+            digest = hashlib.sha256()
+            with open(os.path.join(local, rel), "rb") as reader:
+                for chunk in iter(lambda: reader.read(1 << 20), b""):
+                    digest.update(chunk)
+            return digest.hexdigest()
         sha256_hex = jvm_member(self._java, "org.apache.commons.codec.digest.DigestUtils.sha256Hex")
         stream = self._fs.open(self._path(rel))
         try:

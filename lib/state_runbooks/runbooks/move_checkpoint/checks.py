@@ -65,7 +65,10 @@ def _committed(ckpt: Checkpoint) -> Requirement:
     return Requirement("committed", True, f"batch {last} is the last, committed")
 
 
-def _state(moves: Moves) -> Requirement:
+def _state(moves: Moves, move: str) -> Requirement:
+    if move == "location":
+        return Requirement("state", True, "checked after the copy: Spark restarts the job on "
+                                          "the result for a batch (the verification)")
     check = moves.spark_check
     if check is None or not check.available:
         return Requirement("state", False, f"unknown: {check.reason if check else 'not run'}; "
@@ -142,7 +145,7 @@ def check_requirements(spark, ckpt: Checkpoint, moves: Moves, move: str, start_a
     move = check_move_kind(move)
     activity = check_activity(ckpt, quiet_minutes)
     inventory = ckpt.fs.raw().walk()
-    reqs = [_committed(ckpt), _state(moves), _sources(moves, move)]
+    reqs = [_committed(ckpt), _state(moves, move), _sources(moves, move)]
     starts = {}
     if move == "source":
         starts, start = _starts(spark, moves, start_at) if reqs[2].ok else (

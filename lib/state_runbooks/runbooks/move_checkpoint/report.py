@@ -20,7 +20,10 @@ def comparison_lines(moves: Moves) -> list[str]:
         lines.append(f"{v.label}: {v.old} -> {v.new}: {v.verdict} at restart ({v.why})"
                      + (f"; Spark raises: {v.error}" if v.error else ""))
     check = moves.spark_check
-    if check is None or not check.available:
+    if moves.move == "location":
+        lines.append("the state: checked after the copy, by Spark restarting the job on the "
+                     "result (the original untouched whatever it finds)")
+    elif check is None or not check.available:
         lines.append(f"the state: unknown ({check.reason if check else 'not checked'})")
     elif check.error_class:
         lines.append(f"the state: Spark's restart check raises {check.error_class}: "

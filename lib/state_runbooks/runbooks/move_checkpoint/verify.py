@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from state_runbooks.core.checkpoint import Checkpoint
@@ -64,12 +65,16 @@ def _files(original: Checkpoint, target: Checkpoint, rewrite, inventory: dict,
     problems = []
     if new_location:
         src, dst = original.fs.raw(), target.fs.raw()
-        for rel in inventory:
-            if rewrite.replaces(rel) or rel in rewrite.files:
-                continue
-            if not dst.exists(rel) or src.sha256(rel) != dst.sha256(rel):
-                problems.append(f"{rel} differs from the original")
-                break
+        copied = [rel for rel in inventory if not (rewrite.replaces(rel) or rel in rewrite.files)]
+        listed = dst.walk()
+
+        def differs(rel: str) -> bool:
+            return rel not in listed or src.sha256(rel) != dst.sha256(rel)
+        with ThreadPoolExecutor(4) as pool:  # reads wait on the disk, not on Python
+            different = [rel for rel, bad in zip(copied, pool.map(differs, copied)) if bad]
+        if different:
+            problems.append(f"{len(different)} file(s) differ from the original (e.g. "
+                            f"{different[0]})")
     unexpected = [rel for rel in changed_files(original, inventory)
                   if new_location or not (rewrite.replaces(rel) or rel in rewrite.files)]
     if unexpected:

@@ -53,6 +53,7 @@ class Moves:
     verdicts: list[SourceVerdict] = field(default_factory=list)
     spark_check: Probe | None = None
     chosen: str = ""  # the source asked for (position or name), "" for every one that moved
+    move: str = "source"
 
     @property
     def moving(self) -> list[SourceMove]:
@@ -79,15 +80,17 @@ def seen_files(ckpt, folder: str) -> list[str]:
     return sorted(set(paths))
 
 
-def compare_move(spark, ckpt, job, source: str = "") -> Moves:
-    """The checkpoint at its last committed batch against the job (see the module)."""
+def compare_move(spark, ckpt, job, source: str = "", move: str = "source") -> Moves:
+    """The checkpoint at its last committed batch against the job (see the module). A location
+    move leaves Spark's check of the state to its verification: the job restarted on the result,
+    which makes every check a restart makes, the original untouched whatever it finds."""
     batch = ckpt.last_committed_batch_id
     entry = ckpt.offsets(batch)
     named = entry.source_names is not None
     old = checkpoint_sources(ckpt, batch)
     new = query_sources(job.df)
     verdicts = compare_sources(old, new, named, spark)
-    moves = Moves(batch, named, verdicts=verdicts, chosen=str(source or "").strip())
+    moves = Moves(batch, named, verdicts=verdicts, chosen=str(source or "").strip(), move=move)
     if moves.count_differs is None:
         by_label = {v.label: v for v in verdicts}
         new_by_key = {s.detail.get("name") or str(i): s for i, s in enumerate(new)}
@@ -100,6 +103,7 @@ def compare_move(spark, ckpt, job, source: str = "") -> Moves:
             if o.kind == "file":
                 detail["seen"] = seen_files(ckpt, moving.log_folder)
             moves.sources.append(moving)
-    newest, metadata_json, query_id = restart_settings(ckpt)
-    moves.spark_check = probe(spark, ckpt, job, newest, metadata_json, query_id)
+    if move != "location":
+        newest, metadata_json, query_id = restart_settings(ckpt)
+        moves.spark_check = probe(spark, ckpt, job, newest, metadata_json, query_id)
     return moves

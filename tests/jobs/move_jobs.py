@@ -17,9 +17,9 @@ def on_files(spark):
     return _write(fw.counts(fw.events(spark, spark.conf.get(fw.INPUT_CONF))))
 
 
-def _rate_events(spark):
+def _rate_events(spark, start_ms: int = fw.START_MS + 10_000):
     return (spark.readStream.format("rate-micro-batch").option("rowsPerBatch", RATE_ROWS)
-            .option("numPartitions", 1).option("startTimestamp", fw.START_MS + 10_000)
+            .option("numPartitions", 1).option("startTimestamp", start_ms)
             .option("advanceMillisPerBatch", 1000).load()
             .select(F.concat(F.lit("evt-r"), F.col("value").cast("string")).alias("event_id"),
                     F.concat(F.lit("user-"), (F.col("value") % 5).cast("string")).alias("user_id"),
@@ -35,3 +35,9 @@ def on_rate(spark):
 def on_files_and_rate(spark):
     files = fw.events(spark, spark.conf.get(fw.INPUT_CONF))
     return _write(fw.counts(files.unionByName(_rate_events(spark))))
+
+
+def on_rate_behind(spark):
+    """The rate source swapped in with event times 10 s before the demo's first: behind the
+    carried watermark, so its rows are late."""
+    return _write(fw.counts(_rate_events(spark, fw.START_MS - 10_000)))

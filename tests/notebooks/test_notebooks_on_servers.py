@@ -178,6 +178,18 @@ def test_migrate_demo_on_a_standalone_cluster_says_what_local_mode_says(standalo
 
 @pytest.mark.slow
 @pytest.mark.notebook
+def test_move_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
+                                                                     run_notebook):
+    """12's demo moves a file source's checkpoint at a new location and in place and back: the
+    driver writes the logs and copies the files, the cluster's executors read the moved folder's
+    files and load the carried state in the restart on a copy and the continued batch."""
+    name = "12_move_checkpoint"
+    result = run_notebook(name, spark_master=standalone_cluster.url)
+    assert differences_from_golden(result.notebook, name) == []
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
 def test_inspect_scheduled_on_a_standalone_cluster_gives_the_local_figures(
         spark, demo_factory, standalone_cluster, run_notebook, tmp_path):
     """03 as a platform team schedules it (the schedule file's parameters, fail_on warning, a

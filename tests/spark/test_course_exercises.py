@@ -18,6 +18,7 @@ from state_runbooks.runbooks import diagnose_join_mismatch as jd
 from state_runbooks.runbooks import enable_rocksdb as er
 from state_runbooks.runbooks import inspect_state, template
 from state_runbooks.runbooks import migrate_state as ms
+from state_runbooks.runbooks import move_checkpoint as mc
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
 from state_runbooks.runbooks.repartition_state.forecast import scan_state
@@ -127,4 +128,18 @@ def test_11_when_the_first_window_leaves(spark, demo_factory):
                                           d["rows_per_batch"], d["partitions"]).checkpoint_path)
     exercise = tk.try_it(trace_demo_keys(ckpt).evicted)
     assert exercise.answer == 7
+    told_apart(exercise)
+
+
+def test_12_the_moved_folder_read_from_its_first_file(spark, tmp_path):
+    from state_runbooks.demos.checkpoints import build_demo_checkpoint
+    from state_runbooks.demos.jobs import files_per_window as fw
+    run = build_demo_checkpoint(spark, **mc.DEMO, checkpoint_path=str(tmp_path / "ckpt"))
+    rb = type("Run", (), {"checkpoint": Checkpoint(spark, run.checkpoint_path), "spark": spark})
+    mc.prepare_demo(rb)
+    job = load_job(spark, mc.DEMO_JOB_FILE, mc.DEMO_FUNCTION)
+    moves = mc.compare_move(spark, rb.checkpoint, job)
+    exercise = mc.try_it(spark, mc.check_requirements(spark, rb.checkpoint, moves, "source"))
+    files = mc.DEMO["batches"] + mc.demo.NEW_FILES
+    assert exercise.answer == files * fw.ROWS_PER_FILE  # every file, the ones read before too
     told_apart(exercise)

@@ -143,3 +143,34 @@ def test_bad_parameters_are_one_line(spark, tmp_path):
     _moved_input(spark, path)
     _, _, checks = _checks(spark, path, "on_files", start_at="yesterday-ish")
     assert not checks.get("start").ok and "\n" not in checks.get("start").seen
+
+
+def test_a_new_source_behind_the_carried_watermark_is_reported_with_its_late_rows(spark,
+                                                                                  tmp_path):
+    path = _old(spark, tmp_path / "behind")
+    spark.conf.set(fw.INPUT_CONF, fw.input_folder(path))
+    job, ckpt, checks = _checks(spark, path, "on_rate_behind", output_path=str(tmp_path / "new"))
+    out = mc.move(ckpt, checks, job, dry_run=False)
+    # Counted as rows reach the stateful operator: the 7 events of one second, 5 users, are 5
+    # partial aggregates there.
+    assert out.verified and out.rehearsal.late_rows == 5, out.lines
+    assert any("behind the carried watermark" in line for line in out.lines)
+    summary = Summary(runbook="move_checkpoint", checkpoint_path=path, spark_version=None)
+    mc.summarize(summary, out)
+    assert summary.details["late_rows_sampled"] == 5 and summary.status == "warning"
+
+
+def test_over_spark_connect_the_state_check_is_unknown_and_nothing_moves(spark, tmp_path,
+                                                                         on_connect):
+    path = _old(spark, tmp_path / "connect")
+    _moved_input(spark, path)
+    before = tree_sha(path)
+    with on_connect() as connect:
+        connect.conf.set(fw.INPUT_CONF, spark.conf.get(fw.INPUT_CONF))
+        job, ckpt, checks = _checks(connect, path, "on_files")
+        out = mc.move(ckpt, checks, job, dry_run=False)
+        summary = Summary("move_checkpoint", ckpt.root, connect.version)
+        mc.summarize(summary, out)
+    assert checks.get("state").seen.startswith("unknown")
+    assert not out.applied and out.refused and summary.status != "ok"
+    assert tree_sha(path) == before

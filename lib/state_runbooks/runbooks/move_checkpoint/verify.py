@@ -141,5 +141,6 @@ def verify_move(original: Checkpoint, target: Checkpoint, checks, job, rewrite, 
                         f"gave no answer: {r.note}"))
     if restart.late_rows:
         lines.append(f"warning: that batch dropped {restart.late_rows} row(s) behind the carried "
-                     "watermark as late: the new source's event times lie behind it")
+                     "watermark as late (counted as they reach the stateful operator: an "
+                     "aggregation's one per key): the new source's event times lie behind it")
     return not problems and restart.ok, lines

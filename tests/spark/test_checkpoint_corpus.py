@@ -517,6 +517,8 @@ def test_12_starts_every_shape_s_source_again_keeping_the_state(spark, corpus, n
     if SOURCE_EVOLUTION_CONF in built.shape.conf:
         assert [r.name for r in checks.blocking] == ["sources", "start"]
         assert "source evolution" in out.refused and "\n" not in out.refused
+        assert any(line.startswith("Spark's source evolution, rehearsed on a copy: the job "
+                                   "restarts") for line in out.lines), out.lines
         assert not target.exists()
     else:
         assert checks.ok and out.verified, mc.requirement_lines(checks) + out.lines

@@ -95,6 +95,7 @@ def test_a_file_source_swapped_for_rate_micro_batch_reads_its_first_batch(spark,
     mc.summarize(summary, out)
     assert summary.details["verified"] and summary.details["sources"][0]["offset"] == "-"
     assert summary.details["watermark_carried"] == Checkpoint(spark, path).watermark(2)[0]
+    assert [op["rows"] > 0 for op in summary.details["state_after_first_batch"]] == [True]
 
 
 def test_a_source_added_by_a_union_is_refused_in_one_line_and_nothing_changes(spark, tmp_path):

@@ -7,8 +7,11 @@ demo sets it to the folder the job reads after the move.
 """
 import json
 import os
+import re
 
 from pyspark.sql import functions as F
+
+from state_runbooks.common.errors import RunbookError
 
 INPUT_CONF = "spark.state_runbooks.demo.input_folder"
 START_MS = 1_700_000_000_000
@@ -32,8 +35,14 @@ def build(spark):
 
 
 def input_folder(checkpoint_path: str) -> str:
-    """Where the demo's input files are: ``input`` beside its checkpoint."""
-    return os.path.join(os.path.dirname(checkpoint_path.rstrip("/")), "input")
+    """Where the demo's input files are: ``input`` beside its checkpoint, on the driver's disk
+    (the demo writes them with the operating system)."""
+    path = re.sub(r"^file:(//)?(?=/)", "", checkpoint_path.rstrip("/"))
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", path):
+        raise RunbookError(f"the file-source demo writes its input on the driver's disk, and "
+                           f"{checkpoint_path} is not there: give checkpoint_path to run on a "
+                           "real checkpoint")
+    return os.path.join(os.path.dirname(path), "input")
 
 
 def write_next_file(folder: str, rows: int = ROWS_PER_FILE) -> str:

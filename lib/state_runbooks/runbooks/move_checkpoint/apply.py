@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from state_runbooks.common.errors import first_line
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import open_fs
+from state_runbooks.query.rehearsal import rehearse
 from state_runbooks.safety.activity import QUIET_MINUTES
 from state_runbooks.safety.change import apply_change, undo_change
 from state_runbooks.safety.safekeeping import Change, Outcome
@@ -122,6 +123,8 @@ def move(ckpt: Checkpoint, checks: Checks, job, dry_run: bool = True, backup_dir
     new_location = open_fs(ckpt.spark, checks.output_path).raw() if checks.output_path else None
     if any(r.blocks for r in checks.requirements if r.name != "stopped"):
         out.refused = checks.refusal()
+        if checks.moves and checks.moves.named and checks.move == "source" and job is not None:
+            out.lines.append(_source_evolution(ckpt, job))
         return apply_change(ckpt, _Refused(), checks, out, backup_dir=backup_dir,
                             quiet_minutes=quiet_minutes, new_location=new_location)
     steps = _Move(ckpt, checks, job, new_location)
@@ -129,6 +132,19 @@ def move(ckpt: Checkpoint, checks: Checks, job, dry_run: bool = True, backup_dir
     return apply_change(ckpt, steps, checks, out, backup_dir=backup_dir,
                         quiet_minutes=quiet_minutes, new_location=new_location,
                         moves=steps.rewrite.moved_aside if in_place else None)
+
+
+def _source_evolution(ckpt: Checkpoint, job) -> str:
+    """With named sources Spark moves a source by its name: the job restarted on a scratch copy
+    (08's rehearsal) says whether it does here."""
+    r = rehearse(ckpt.spark, ckpt, job)
+    if r.ran:
+        return (f"Spark's source evolution, rehearsed on a copy: the job restarts and runs batch "
+                f"{r.batch_id} (a renamed source starts from its own starting options)")
+    if r.ran is False:
+        return (f"Spark's source evolution, rehearsed on a copy: the restart fails with "
+                f"{r.error_class}: {r.message}")
+    return f"Spark's source evolution could not be rehearsed here: {r.note}"
 
 
 class _Refused:

@@ -46,7 +46,7 @@ class DemoResult:
 def prepare_demo(rb) -> str:
     """The folder moves and a new file arrives; the job reads the moved folder from now on.
     Returns the moved folder."""
-    old = files_per_window.input_folder(rb.checkpoint.root.removeprefix("file:"))
+    old = files_per_window.input_folder(rb.checkpoint.root)
     moved = os.path.join(os.path.dirname(old), MOVED_FOLDER)
     shutil.move(old, moved)
     for number in range(DEMO["batches"], DEMO["batches"] + NEW_FILES):

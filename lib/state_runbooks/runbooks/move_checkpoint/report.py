@@ -50,6 +50,11 @@ def summarize(summary, out: Outcome | None) -> None:
         "output_path": (moved.output_path if moved else None),
         "sources": moved.sources if moved else [],
         "stores": _stores(checks),
+        # Spark's own figures after the first batch on the result (the restart on a copy).
+        "state_after_first_batch": [
+            {"operator": op.get("operatorName"), "rows": op.get("numRowsTotal")}
+            for op in (restart.rehearsal.progress or {}).get("stateOperators", [])]
+        if restart else [],
         "watermark_carried": moved.watermark_carried if moved else None,
         "late_rows_sampled": restart.late_rows if restart else None,
         "verified": out.verified if out is not None and out.applied else None})
@@ -63,7 +68,7 @@ def summarize(summary, out: Outcome | None) -> None:
 
 
 def _stores(checks) -> dict:
-    """Per store, its rows before and after: the move carries every state file as it is."""
+    """Per store, what the move carried: every state file as it is, so every row."""
     if checks is None or checks.inventory is None:
         return {}
     files = {}

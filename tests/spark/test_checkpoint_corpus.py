@@ -533,6 +533,30 @@ def test_12_starts_every_shape_s_source_again_keeping_the_state(spark, corpus, n
     _unchanged(spark, built)
 
 
+def test_12_a_copy_still_naming_its_old_place_is_rewritten_in_place_and_undone(spark, corpus,
+                                                                               tmp_path):
+    """transformWithState's operator metadata names its schema files by absolute path: a copy
+    made with the operating system still names the original. Moved in place (no output_path),
+    only those files are rewritten, with backup and journal; Spark restarts the copy; undo gives
+    back the same bytes."""
+    from state_runbooks.core.named_locations import elsewhere
+    built = corpus("transform_with_state_avro")
+    copy = tmp_path / "copied" / "checkpoint"
+    shutil.copytree(built.run.checkpoint_path, copy)
+    ckpt = Checkpoint(spark, str(copy))
+    assert elsewhere(ckpt.fs)
+    before = tree_checksums(spark, str(copy))
+    job = mc.load_job(spark, unchanged_job(built, tmp_path), "build")
+    checks = mc.check_requirements(spark, ckpt, mc.compare_move(spark, ckpt, job, move="location"),
+                                   "location")
+    out = mc.move(ckpt, checks, job, dry_run=False)
+    assert out.verified and out.rewritten and all("/_metadata/v2/" in f for f in out.rewritten)
+    assert elsewhere(ckpt.refresh().fs) == []
+    back = mc.undo(ckpt.refresh(), out.journal_path, dry_run=False, force=True)
+    assert back.verified and tree_checksums(spark, str(copy)) == before
+    _unchanged(spark, built)
+
+
 @pytest.mark.parametrize("name", SHAPES)
 def test_11_traces_a_key_as_the_reader_shows_it(spark, corpus, name):
     built = corpus(name)

@@ -28,7 +28,7 @@ from state_runbooks.common.errors import (
 )
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.state_files import STATE_FILE_PATTERN, zip_ssts
-from state_runbooks.query.planning import checked_files, copy_pointing_here
+from state_runbooks.query.planning import checked_files, copy_pointing_here, is_metadata_v2
 from state_runbooks.session.spark_session import progress_dict, session_conf
 
 TIMEOUT_SECONDS = 600
@@ -148,7 +148,10 @@ def rehearse(spark, ckpt, job, scratch_dir: str = "",
     result = Rehearsal(None, plan.batch_id, copy=plan, attempted=True)
     try:
         copy.mark_made(f"check_query_change: a scratch copy of {ckpt.root} for one batch")
-        for rel in plan.files:
+        named = [rel for rel in plan.files if is_metadata_v2(rel)]
+        # Without their .crc sidecars: Hadoop reads a file that has none unchecked.
+        ckpt.fs.raw().copy_files([rel for rel in plan.files if rel not in named], copy)
+        for rel in named:
             copy_pointing_here(ckpt.fs, copy, rel)
         _run(spark, job, copy.uri(""), plan.batch_id, timeout_seconds, result)
     finally:

@@ -66,6 +66,7 @@ class CheckpointFS(Protocol):
     # Whole folders (:class:`TreeOperations`).
     def tree_checksums(self, rel: str = "") -> dict[str, str]: ...
     def copy_tree(self, dst: "CheckpointFS") -> int: ...
+    def copy_files(self, rels: list[str], dst: "CheckpointFS") -> dict[str, str]: ...
     def mark_made(self, purpose: str) -> None: ...
     def remove_tree(self) -> bool: ...
 
@@ -90,6 +91,17 @@ class TreeOperations:
         for rel in files:
             src.copy_to(rel, target, rel)
         return len(files)
+
+    def copy_files(self, rels: list[str], dst) -> dict[str, str]:
+        """Copy each of ``rels`` byte for byte to the same path under ``dst`` (never over a
+        file); returns the SHA-256 of every file as it was read for the copy, by path, so that
+        the copy can be compared without reading the original again."""
+        src, target = self.raw(), dst.raw()
+        digests = {}
+        for rel in rels:
+            digests[rel] = src.sha256(rel)
+            src.copy_to(rel, target, rel)
+        return digests
 
     def mark_made(self, purpose: str) -> None:
         """Say in the root folder that the library made it, and what for."""

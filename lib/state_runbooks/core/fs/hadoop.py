@@ -264,6 +264,33 @@ class HadoopFS(TreeOperations):
         if not copied:
             raise RunbookError(f"could not copy {self.uri(src_rel)} to {dst.uri(dst_rel)}")
 
+    def copy_files(self, rels: list[str], dst) -> dict[str, str]:
+        """:meth:`TreeOperations.copy_files`; between two folders of the driver's disk by the
+        operating system, each file read once (copied and hashed in one pass) on four threads:
+        no JVM call per file (a production checkpoint holds tens of thousands)."""
+        src, target = self.raw(), dst.raw()
+        src_root, dst_root = src._local_folder(), target._local_folder()
+        if src_root is None or dst_root is None:
+            return super().copy_files(rels, dst)
+        refuse_own_folder(target.root)
+
+        def copy(rel: str) -> str:
+            path = os.path.join(dst_root, rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            digest = hashlib.sha256()
+            try:
+                with open(os.path.join(src_root, rel), "rb") as reader, \
+                        open(path, "xb") as writer:
+                    for chunk in iter(lambda: reader.read(1 << 20), b""):
+                        digest.update(chunk)
+                        writer.write(chunk)
+            except FileExistsError:
+                raise RunbookError(f"refusing to copy {rel} onto existing "
+                                   f"{target.uri(rel)}") from None
+            return digest.hexdigest()
+        with ThreadPoolExecutor(4) as pool:  # each copy waits on the disk, not on Python
+            return dict(zip(rels, pool.map(copy, rels)))
+
     def _local_folder(self) -> str | None:
         """The root as an operating-system path when this is the driver's local file system."""
         if "_local_root" not in self.__dict__:

@@ -48,6 +48,7 @@ class _Move:
         self.ckpt, self.checks, self.job, self.new = ckpt, checks, job, new_location
         root = new_location.root if new_location is not None else ckpt.root
         self.rewrite: Rewrite = plan_rewrite(ckpt, checks, checks.inventory, root)
+        self.digests: dict[str, str] = {}  # a new location: each file copied, as it was read
 
     def does(self) -> str:
         checks = self.checks
@@ -85,10 +86,9 @@ class _Move:
         ckpt = self.ckpt
         try:
             if self.new is not None:
-                src = ckpt.fs.raw()
-                for rel in copied_files(self.checks.inventory, self.rewrite):
-                    src.copy_to(rel, self.new, rel)
-                out.copied = len(copied_files(self.checks.inventory, self.rewrite))
+                self.digests = ckpt.fs.raw().copy_files(
+                    copied_files(self.checks.inventory, self.rewrite), self.new)
+                out.copied = len(self.digests)
             target = open_fs(ckpt.spark, self.new.root if self.new is not None else ckpt.root)
             for rel, data in sorted(self.rewrite.files.items()):
                 target.write_bytes(rel, data, overwrite=True)
@@ -104,7 +104,7 @@ class _Move:
         target = Checkpoint(self.ckpt.spark, self.new.root) if self.new is not None \
             else self.ckpt.refresh()
         return verify.verify_move(self.ckpt, target, self.checks, self.job, self.rewrite,
-                                  inventory, self.new is not None, out)
+                                  inventory, self.digests if self.new is not None else None, out)
 
 
 def move(ckpt: Checkpoint, checks: Checks, job, dry_run: bool = True, backup_dir: str = "",

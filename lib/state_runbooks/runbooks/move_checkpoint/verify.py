@@ -61,15 +61,18 @@ class Restart:
 
 
 def _files(original: Checkpoint, target: Checkpoint, rewrite, inventory: dict,
-           new_location: bool) -> list[str]:
+           digests: dict | None) -> list[str]:
+    """What is wrong with the files (``digests``: at a new location, the SHA-256 of each file
+    copied, as the copy read it; None in place)."""
     problems = []
+    new_location = digests is not None
     if new_location:
-        src, dst = original.fs.raw(), target.fs.raw()
+        dst = target.fs.raw()
         copied = [rel for rel in inventory if not (rewrite.replaces(rel) or rel in rewrite.files)]
         listed = dst.walk()
 
         def differs(rel: str) -> bool:
-            return rel not in listed or src.sha256(rel) != dst.sha256(rel)
+            return rel not in listed or digests.get(rel) != dst.sha256(rel)
         with ThreadPoolExecutor(4) as pool:  # reads wait on the disk, not on Python
             different = [rel for rel, bad in zip(copied, pool.map(differs, copied)) if bad]
         if different:
@@ -117,9 +120,11 @@ def _parsed(offset):
 
 
 def verify_move(original: Checkpoint, target: Checkpoint, checks, job, rewrite, inventory: dict,
-                new_location: bool, out) -> tuple[bool, list[str]]:
-    """Whether the move is what it promised, and the lines that say so (see the module)."""
-    problems = _files(original, target, rewrite, inventory, new_location)
+                digests: dict | None, out) -> tuple[bool, list[str]]:
+    """Whether the move is what it promised, and the lines that say so (see the module;
+    ``digests``: a new location's files as copied, None in place)."""
+    new_location = digests is not None
+    problems = _files(original, target, rewrite, inventory, digests)
     where = ("every file copied is the original's, byte for byte, and the original is "
              "unchanged" if new_location else
              "nothing changed in the checkpoint but the files the move replaced")

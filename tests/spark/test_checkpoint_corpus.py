@@ -70,7 +70,7 @@ from state_runbooks.runbooks import migrate_state as ms
 from state_runbooks.runbooks import trace_key as tk
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_reader import read_unit
-from state_runbooks.runbooks.inspect_state.checklist import WATERMARK_RULES
+from state_runbooks.running.checklist import WATERMARK_RULES
 from state_runbooks.running.results import Summary
 from state_runbooks.session.spark_session import session_conf
 

@@ -40,7 +40,8 @@ def status_lines(run: FleetRun) -> list[str]:
 
 def next_steps(run: FleetRun) -> list[str]:
     """Each finding that needs a person: the command that opens its runbook, filled in."""
-    return [f"{e.checkpoint_path}: {f.code}: {f.details['open']['command']}"
+    return [f"{e.checkpoint_path.removeprefix(e.root).lstrip('/') or e.checkpoint_path}: "
+            f"{f.code}: {f.details['open']['command']}"
             for e in run.worst_first for f in e.findings
             if f.severity != "info" and "open" in f.details]
 
@@ -110,6 +111,6 @@ def what_this_showed(demo) -> list[str]:
         f"the history holds {len(second.history) + second.appended} rows after two runs "
         f"({first.appended} + {second.appended}); the growing checkpoint's rows went "
         f"{demo.growing_rows[0]:,} -> {demo.growing_rows[1]:,} between them",
-        f"nothing under the root changed: {demo.files_checked} files, the same bytes before and "
-        "after both runs",
+        "nothing under the root changed: every file holds the same bytes before and after the "
+        "run" + ("" if demo.unchanged else " (NOT SO: see the checks)"),
     ]

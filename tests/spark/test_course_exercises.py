@@ -16,6 +16,7 @@ from state_runbooks.query.job import load_job
 from state_runbooks.runbooks import check_query_change as qc
 from state_runbooks.runbooks import diagnose_join_mismatch as jd
 from state_runbooks.runbooks import enable_rocksdb as er
+from state_runbooks.runbooks import fleet_health as fh
 from state_runbooks.runbooks import inspect_state, template
 from state_runbooks.runbooks import migrate_state as ms
 from state_runbooks.runbooks import recover_corrupted_state as recovery
@@ -127,4 +128,14 @@ def test_11_when_the_first_window_leaves(spark, demo_factory):
                                           d["rows_per_batch"], d["partitions"]).checkpoint_path)
     exercise = tk.try_it(trace_demo_keys(ckpt).evicted)
     assert exercise.answer == 7
+    told_apart(exercise)
+
+
+def test_13_a_stricter_files_threshold(spark, demo_factory, tmp_path):
+    for name, batches in (("few", 2), ("more", 4)):
+        shutil.copytree(demo_factory("dedup", batches=batches).checkpoint_path
+                        .removeprefix("file:"), tmp_path / "fleet" / name)
+    age(tmp_path / "fleet")
+    exercise = fh.try_it(fh.run_fleet(spark, str(tmp_path / "fleet"), state_rows="metadata"))
+    assert exercise.answer == 1  # four deltas in a partition of the one that ran four batches
     told_apart(exercise)

@@ -242,28 +242,29 @@ def rows_mode(state_rows: str, figures: dict) -> str:
 
 # -- one checkpoint --------------------------------------------------------------------------------
 def examine(spark, folder: Folder, thresholds: Thresholds | None = None, state_rows: str = "auto",
-            now_ms: int | None = None, diagnose_fn=diagnose, scan_fn=inspect_stores
-            ) -> Examination:
-    """Every figure and finding of one folder, read-only."""
+            now_ms: int | None = None, diagnose_fn=diagnose, scan_fn=inspect_stores,
+            opened: Checkpoint | None = None) -> Examination:
+    """Every figure and finding of one folder, read-only (``opened``: its checkpoint, when the
+    caller has opened it already)."""
     t = thresholds or Thresholds()
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     started = time.monotonic()
     exam = Examination(folder.path, folder.root)
     try:
-        _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn)
+        _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, opened)
     finally:
         exam.seconds = round(time.monotonic() - started, 3)
     return exam
 
 
-def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn) -> None:
+def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, opened) -> None:
     if folder.lacks:
         never_ran = folder.lacks.startswith("only its metadata file")
         exam.add("never_ran" if never_ran else "incomplete_checkpoint",
                  "info" if never_ran else "critical", folder.lacks, None if never_ran else "05")
         return
     try:
-        ckpt = Checkpoint(spark, folder.path, require_state=False)
+        ckpt = opened or Checkpoint(spark, folder.path, require_state=False)
     except RunbookError as error:
         exam.add("not_opened", "critical", str(error).splitlines()[0], "05")
         return
@@ -281,7 +282,6 @@ def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn) -
     exam.figures["rows_from"] = None
     if not stateful:
         return
-    ckpt.refresh()
     exam.figures.update(_guarded(exam, "operators", operator_figures, ckpt) or {})
     exam.figures.update(_guarded(exam, "files", file_figures, ckpt) or {})
     mode = rows_mode(state_rows, exam.figures)

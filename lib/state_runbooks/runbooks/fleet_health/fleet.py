@@ -69,11 +69,16 @@ def _refuse_history_under(roots: list, history_path: str, spark) -> None:
                                "run writes nothing there; put the history elsewhere")
 
 
-def _format_of(spark, path: str) -> int:
+def _opened(spark, folder) -> tuple[Checkpoint | None, int]:
+    """The folder's checkpoint, opened once for its examination, and its format (1 when it does
+    not open: examine() opens it again and reports why)."""
+    if not folder.whole:
+        return None, 1
     try:
-        return Checkpoint(spark, path, require_state=False).format_version
+        ckpt = Checkpoint(spark, folder.path, require_state=False)
+        return ckpt, ckpt.format_version
     except Exception:  # noqa: BLE001 - examine() reports why it does not open
-        return 1
+        return None, 1
 
 
 def examine_all(spark, folders, thresholds: Thresholds, state_rows: str, parallelism: int,
@@ -81,15 +86,16 @@ def examine_all(spark, folders, thresholds: Thresholds, state_rows: str, paralle
     """Every folder examined, up to ``parallelism`` at once, a group per checkpoint format."""
     workers = max(int(parallelism), 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        formats = list(pool.map(lambda f: _format_of(spark, f.path) if f.whole else 1, folders))
+        opened = list(pool.map(lambda f: _opened(spark, f), folders))
         out = []
-        for fmt in sorted(set(formats)):
-            group = [f for f, g in zip(folders, formats) if g == fmt]
+        for fmt in sorted({fmt for _ckpt, fmt in opened}):
+            group = [(f, ckpt) for f, (ckpt, g) in zip(folders, opened) if g == fmt]
             conf = (session_conf(spark, {CHECKPOINT_FORMAT_CONF: str(fmt)})
                     if fmt > 1 and not isinstance(spark, MemoryFiles) else contextlib.nullcontext())
             with conf:
-                out += list(pool.map(lambda f: examine(spark, f, thresholds, state_rows, now_ms,
-                                                       **examine_kwargs), group))
+                out += list(pool.map(lambda fc: examine(spark, fc[0], thresholds, state_rows,
+                                                        now_ms, opened=fc[1], **examine_kwargs),
+                                     group))
     return out
 
 

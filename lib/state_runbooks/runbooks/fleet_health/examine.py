@@ -12,6 +12,14 @@ import time
 from dataclasses import dataclass, field
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import (
+    AGGREGATION_FORMAT_CONF,
+    FLATMAP_FORMAT_CONF,
+    JOIN_FORMAT_CONF,
+    PROVIDER_CONF,
+    ROCKSDB_FORMAT_CONF,
+    SHUFFLE_PARTITIONS_CONF,
+)
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_files import SNAPSHOT_KINDS
 from state_runbooks.core.store_scan import inspect_stores
@@ -29,11 +37,8 @@ STATUSES = ("critical", "unknown", "warning", "active", "ok")
 STATE_ROWS = ("exact", "metadata", "auto")
 AUTO_EXACT_BYTES = 256 * 1024 ** 2  # state_rows=auto: Spark's reader counts per partition up to this
 # The settings a checkpoint pins that decide how its state is kept.
-PINNED = ("spark.sql.streaming.stateStore.providerClass", "spark.sql.shuffle.partitions",
-          "spark.sql.streaming.stateStore.rocksdb.formatVersion",
-          "spark.sql.streaming.join.stateFormatVersion",
-          "spark.sql.streaming.aggregation.stateFormatVersion",
-          "spark.sql.streaming.statefulOperator.stateSchemaCheck")
+PINNED = (PROVIDER_CONF, SHUFFLE_PARTITIONS_CONF, ROCKSDB_FORMAT_CONF, JOIN_FORMAT_CONF,
+          AGGREGATION_FORMAT_CONF, FLATMAP_FORMAT_CONF)
 # 03's checklist items the fleet reports, and where each sends a person.
 CHECKLIST_NEXT = {"provider": "01", "no_watermark": "03", "partition_skew": "07",
                   "names_another_location": "03", "state_growth": "02"}

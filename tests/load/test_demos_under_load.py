@@ -32,6 +32,7 @@ USUAL_STATUS = {
     "10_migrate_state": "ok",
     "11_trace_key": "ok",
     "12_move_checkpoint": "ok",
+    "13_fleet_health": "critical",  # a demo checkpoint whose newest state version is damaged
 }
 BURNERS = 2
 _BURN = "while True:\n    pass\n"

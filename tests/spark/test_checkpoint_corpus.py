@@ -59,6 +59,7 @@ from state_runbooks.demos import faults
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint, provider_conf
 from state_runbooks.runbooks import enable_rocksdb as er
 from state_runbooks.runbooks import estimate_state_size as sizing
+from state_runbooks.runbooks import fleet_health as fleet
 from state_runbooks.runbooks import inspect_state
 from state_runbooks.runbooks import recover_corrupted_state as recovery
 from state_runbooks.runbooks import repartition_state as rp
@@ -71,7 +72,7 @@ from state_runbooks.runbooks import move_checkpoint as mc
 from state_runbooks.runbooks import trace_key as tk
 from state_runbooks.core.operators import state_units
 from state_runbooks.core.state_reader import read_unit
-from state_runbooks.runbooks.inspect_state.checklist import WATERMARK_RULES
+from state_runbooks.running.checklist import WATERMARK_RULES
 from state_runbooks.running.results import Summary
 from state_runbooks.session.spark_session import session_conf
 
@@ -821,6 +822,24 @@ def test_source_evolution_on_a_format_1_checkpoint_is_spark_s_refusal(spark, cor
         faults.restart_demo(spark, DemoRun(str(copy), built.run.workload, built.run.provider, 1,
                                            ROWS_PER_BATCH, PARTITIONS, extra_conf=NAMED),
                             str(copy), 1)
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_13_gives_each_shape_the_status_03_and_05_give_it(spark, corpus, name):
+    """One fleet run over the shape's folder: the one checkpoint found, nothing broken as 05
+    says, every unit's rows as Spark's reader counts them, and 03's warnings and no other."""
+    built = corpus(name)
+    run = fleet.run_fleet(spark, str(built.folder), state_rows="exact")
+    (exam,) = run.examinations
+    ckpt = built.checkpoint(spark)
+    reports = inspect_state.inspect_stores(ckpt)
+    warned = {i.code for i in inspect_state.production_checklist(ckpt, reports, None)
+              if i.severity == "warning"} - {"state_not_loaded", "retention", "changelog",
+                                             "monitoring"}
+    assert exam.status == ("warning" if warned else "ok"), (exam.findings, exam.not_judged)
+    assert {f.code for f in exam.findings if f.severity == "warning"} == warned
+    assert exam.figures["state_loads"] is True
+    assert exam.figures["rows"] == sum(r.rows for r in reports)
 
 
 # -- last in the module ----------------------------------------------------------------------------

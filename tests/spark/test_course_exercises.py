@@ -16,6 +16,7 @@ from state_runbooks.query.job import load_job
 from state_runbooks.runbooks import check_query_change as qc
 from state_runbooks.runbooks import diagnose_join_mismatch as jd
 from state_runbooks.runbooks import enable_rocksdb as er
+from state_runbooks.runbooks import fleet_health as fh
 from state_runbooks.runbooks import inspect_state, template
 from state_runbooks.runbooks import migrate_state as ms
 from state_runbooks.runbooks import move_checkpoint as mc
@@ -142,4 +143,14 @@ def test_12_the_moved_folder_read_from_its_first_file(spark, tmp_path):
     exercise = mc.try_it(spark, mc.check_requirements(spark, rb.checkpoint, moves, "source"))
     files = mc.DEMO["batches"] + mc.demo.NEW_FILES
     assert exercise.answer == files * fw.ROWS_PER_FILE  # every file, the ones read before too
+    told_apart(exercise)
+
+
+def test_13_a_stricter_files_threshold(spark, demo_factory, tmp_path):
+    for name, batches in (("few", 2), ("more", 4)):
+        shutil.copytree(demo_factory("dedup", batches=batches).checkpoint_path
+                        .removeprefix("file:"), tmp_path / "fleet" / name)
+    age(tmp_path / "fleet")
+    exercise = fh.try_it(fh.run_fleet(spark, str(tmp_path / "fleet"), state_rows="metadata"))
+    assert exercise.answer == 1  # four deltas in a partition of the one that ran four batches
     told_apart(exercise)

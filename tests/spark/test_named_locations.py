@@ -15,7 +15,7 @@ from state_runbooks.core.fs import copy_tree, open_fs
 from state_runbooks.core.named_locations import elsewhere, metadata_v2_files, relocated
 from state_runbooks.demos.checkpoints import build_demo_checkpoint, demo_query
 from state_runbooks.demos.continuation import continue_query
-from state_runbooks.runbooks.inspect_state.checklist import check_location
+from state_runbooks.running.checklist import check_location
 
 ROWS = 20
 

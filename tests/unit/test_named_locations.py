@@ -71,7 +71,7 @@ def test_a_path_these_runbooks_cannot_place_or_a_damaged_file_is_one_line(copied
 
 def test_03s_checklist_warns_of_a_copy_that_depends_on_its_original(copied):
     from state_runbooks.core.checkpoint import Checkpoint
-    from state_runbooks.runbooks.inspect_state.checklist import check_location
+    from state_runbooks.running.checklist import check_location
 
     item = check_location(Checkpoint(copied.files, copied.root))
     assert (item.code, item.severity, item.details["status"]) == (

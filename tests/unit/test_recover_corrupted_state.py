@@ -11,8 +11,8 @@ from memory_checkpoints import QUERY_ID, commit_entry, sidecar, snapshot, stoppe
 
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.runbooks.recover_corrupted_state.demo import BrokenDemo, break_demo, run_demo
-from state_runbooks.runbooks.recover_corrupted_state.diagnose import Diagnosis
-from state_runbooks.runbooks.recover_corrupted_state.log_damage import (
+from state_runbooks.safety.diagnosis.diagnose import Diagnosis
+from state_runbooks.safety.diagnosis.log_damage import (
     Logs,
     damage_of,
     file_kind,
@@ -25,7 +25,7 @@ from state_runbooks.runbooks.recover_corrupted_state.plan import (
     plan_lines,
     plan_rollback,
 )
-from state_runbooks.runbooks.recover_corrupted_state.structure import Structure, log_batch_id
+from state_runbooks.safety.diagnosis.structure import Structure, log_batch_id
 
 
 @pytest.mark.parametrize("rel,kind", [

@@ -8,8 +8,9 @@ each unit (:class:`StoreReport`, :func:`inspect_stores`) is the core's
 
 One module per concern:
 
-- :mod:`.checklist`: the production checklist, each item a finding decided by the checkpoint's
-  own facts, and the inspection's one result;
+- :mod:`state_runbooks.running.checklist` (shared with 13 fleet health, so below the
+  runbooks): the production checklist, each item a finding decided by the checkpoint's own
+  facts, and the inspection's one result;
 - :mod:`.python_apis`: PySpark's stateful APIs and their state as the reader shows it (demo);
 - :mod:`.demo`: the demo checkpoint, and the demo-only steps (a session window, the Python APIs);
 - :mod:`.report`: tables and sentences for the notebook (operators, units, figures, hot keys,
@@ -32,7 +33,7 @@ from state_runbooks.core.store_scan import (
     unreadable_report,
 )
 
-from .checklist import (
+from state_runbooks.running.checklist import (
     WATERMARK_RULES,
     Inspection,
     checklist_lines,

@@ -9,7 +9,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.store_scan import StoreReport, inspect_stores
 from state_runbooks.demos.checkpoints import build_demo_checkpoint
 
-from .checklist import Inspection
+from state_runbooks.running.checklist import Inspection
 from .python_apis import PythonStateDemo, api_presence, python_state_demos
 
 # 8 batches of 40 events (20 distinct ids, 1 s of event time each), 5 s watermark.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from state_runbooks.running.exercise import Exercise
 
-from .checklist import production_checklist
+from state_runbooks.running.checklist import production_checklist
 
 SKEW_RATIO = 1.1
 

@@ -11,7 +11,7 @@ from state_runbooks.core.state_files import files_seen
 from state_runbooks.core.state_loads import LOAD_FAILURE_MEANING, load_failure_kind
 from state_runbooks.core.store_scan import MULTI_ROW_STORE_SUFFIX, StoreReport
 
-from .checklist import Inspection
+from state_runbooks.running.checklist import Inspection
 from .demo import DemoResult
 
 

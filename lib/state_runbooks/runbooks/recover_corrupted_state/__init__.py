@@ -1,9 +1,12 @@
 """The recover-corrupted-state runbook (05): diagnose a checkpoint, roll it back, undo.
 
-One module per concern:
+Its diagnosis is shared with 13 fleet health, so it lives below the runbooks, in
+:mod:`state_runbooks.safety.diagnosis`: what the files say (``structure``: logs, partition
+folders, the files each version needs), damage to the logs and metadata files beside the state
+(``log_damage``), and the load test, the last good batch and the file at fault (``diagnose``).
 
-- :mod:`.structure`: what the files say (logs, partition folders, the files each version needs);
-- :mod:`.diagnose`: the load test, the last good batch, the file at fault;
+One module per concern of its own:
+
 - :mod:`.plan`: what a rollback moves;
 - :mod:`.apply`: rollback and undo, through the procedure every changing runbook follows;
 - :mod:`.demo`: the demo, broken on purpose at set-up (``break_demo``, start_runbook's
@@ -11,7 +14,6 @@ One module per concern:
   (``run_demo``);
 - :mod:`.report`: the lines a reader sees, the run summary (of a ``Recovery``) and what the demo
   showed;
-- :mod:`.log_damage`: damage to the logs and metadata files beside the state;
 
 Below it: Spark's loads and what a failed one means (:mod:`state_runbooks.core.state_loads`), the
 activity guard and the safekeeping of every change (:mod:`state_runbooks.safety`), the faults its
@@ -22,7 +24,7 @@ shape the reader cannot read is "unknown" and nothing is planned.
 """
 from .apply import ROLLBACK, Checks, Outcome, check_rollback, rollback, undo
 from .demo import DEMO, BrokenDemo, DemoResult, break_demo, run_demo
-from .diagnose import Diagnosis, Probe, diagnose, linear_scan
+from state_runbooks.safety.diagnosis.diagnose import Diagnosis, Probe, diagnose, linear_scan
 from .exercise import try_it
 from .plan import REPLAY_FROM_START, Plan, plan_lines, plan_rollback
 from .report import (
@@ -38,7 +40,7 @@ from .report import (
     way_back_lines,
     what_this_showed,
 )
-from .structure import Problem
+from state_runbooks.safety.diagnosis.structure import Problem
 
 __all__ = [
     "try_it",

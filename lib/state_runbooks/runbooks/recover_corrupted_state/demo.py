@@ -15,7 +15,7 @@ from state_runbooks.demos import faults
 from state_runbooks.safety.safekeeping import Outcome
 
 from .apply import rollback, undo
-from .diagnose import Diagnosis
+from state_runbooks.safety.diagnosis.diagnose import Diagnosis
 from .plan import Plan, plan_rollback
 
 # Six batches of 10 events in 2 partitions: the windowed count is operator 0, the deduplication 1.

@@ -4,7 +4,7 @@ from __future__ import annotations
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.running.exercise import Exercise
 
-from .diagnose import Diagnosis
+from state_runbooks.safety.diagnosis.diagnose import Diagnosis
 from .plan import plan_rollback
 
 

@@ -10,8 +10,8 @@ from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import STATE_FILE_PATTERN, Checkpoint
 from state_runbooks.core.fs.base import is_checksum_file
 
-from .diagnose import Diagnosis
-from .structure import log_batch_id, zip_ssts
+from state_runbooks.safety.diagnosis.diagnose import Diagnosis
+from state_runbooks.safety.diagnosis.structure import log_batch_id, zip_ssts
 
 REPLAY_FROM_START = -1  # a resolved rollback target: before the first batch (re-run everything)
 

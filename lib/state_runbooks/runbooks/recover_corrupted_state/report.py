@@ -12,7 +12,7 @@ from state_runbooks.safety.change import summarize_change
 
 from .apply import ROLLBACK, Outcome
 from .demo import DemoResult
-from .diagnose import Diagnosis
+from state_runbooks.safety.diagnosis.diagnose import Diagnosis
 from .plan import Plan
 
 

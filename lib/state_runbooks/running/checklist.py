@@ -1,5 +1,6 @@
-"""The inspect-state runbook's production checklist: each item (provider, changelog, watermark,
-partition balance, growth, state loads, retention, location) decided by the checkpoint's own facts."""
+"""The production checklist of 03 inspect state, which 13 fleet health runs on every checkpoint
+of a fleet: each item (provider, changelog, watermark, partition balance, growth, state loads,
+retention, location) decided by the checkpoint's own facts."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -1,0 +1,137 @@
+"""Runbook 13 (fleet health) on a root holding real checkpoints of several operators and
+providers, healthy and broken (a damaged state file, a batch in flight, no metadata file, one
+that never ran, an empty folder, data that is not a checkpoint): each reported as 05's diagnosis
+and 03's checklist report it alone, nothing under the root changed, the history read back across
+two runs; a root that is not there or holds no checkpoint is one line; a query committing while
+it is examined is active."""
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+import tiers
+from checkpoint_trees import age, tree_sha
+
+from state_runbooks.common.errors import RunbookError
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.demos import faults
+from state_runbooks.demos.checkpoints import demo_query, run_demo_batches
+from state_runbooks.runbooks import fleet_health as fh
+from state_runbooks.runbooks import inspect_state
+from state_runbooks.runbooks import recover_corrupted_state as recovery
+
+HEALTHY = {"orders/dedup": ("dedup", "hdfs"), "orders/windows": ("window_agg", "rocksdb"),
+           "payments/join": ("join", "rocksdb_changelog"),
+           "sessions/by_user": ("session_window", "hdfs")}
+BROKEN = {"broken/damaged": ("window_agg", "hdfs", "truncate_latest"),
+          "broken/in_flight": ("dedup", "hdfs", "uncommitted_batch")}
+
+
+@pytest.fixture(scope="module")
+def root(spark, demo_factory, tmp_path_factory):
+    """The fleet: copies of shared demo checkpoints (never changed), broken on the copies."""
+    top = tmp_path_factory.mktemp("fleet")
+    fleet = top / "root"
+    for path, (workload, provider) in HEALTHY.items():
+        shutil.copytree(demo_factory(workload, provider).checkpoint_path.removeprefix("file:"),
+                        fleet / path)
+    for path, (workload, provider, fault) in BROKEN.items():
+        shutil.copytree(demo_factory(workload, provider).checkpoint_path.removeprefix("file:"),
+                        fleet / path)
+        faults.inject_fault(Checkpoint(spark, str(fleet / path)), fault)
+        shutil.rmtree(str(fleet / path) + ".removed-by-fault", ignore_errors=True)
+    shutil.copytree(fleet / "orders/dedup", fleet / "broken/no_metadata")
+    os.remove(fleet / "broken/no_metadata/metadata")
+    (fleet / "broken/never_ran").mkdir(parents=True)
+    shutil.copy(fleet / "orders/dedup/metadata", fleet / "broken/never_ran/metadata")
+    (fleet / "empty").mkdir()
+    (fleet / "exports/2026").mkdir(parents=True)
+    (fleet / "exports/2026/part-0.csv").write_text("id\n1\n")
+    age(fleet)  # stopped an hour ago
+    return top
+
+
+def test_every_checkpoint_is_reported_as_03_and_05_report_it_and_nothing_changes(spark, root):
+    fleet = root / "root"
+    before = tree_sha(fleet)
+    run = fh.run_fleet(spark, str(fleet), state_rows="exact", parallelism=3)
+    assert tree_sha(fleet) == before
+    found = {e.checkpoint_path.removeprefix(run.roots[0]).lstrip("/"): e for e in run.examinations}
+    assert sorted(found) == sorted([*HEALTHY, *BROKEN, "broken/no_metadata", "broken/never_ran"])
+    for path in [*HEALTHY, *BROKEN, "broken/no_metadata"]:
+        exam = found[path]
+        ckpt = Checkpoint(spark, str(fleet / path), require_state=False)
+        diag = recovery.diagnose(ckpt)
+        assert exam.figures["state_loads"] is (not diag.state_does_not_load), path
+        assert ("state_not_loaded" in {f.code for f in exam.findings}) is \
+            diag.state_does_not_load, path
+        if not diag.state_does_not_load:
+            reports = inspect_state.inspect_stores(ckpt)
+            warned = {i.code for i in inspect_state.production_checklist(ckpt, reports, None)
+                      if i.severity == "warning"} - {"state_not_loaded"}
+            assert {f.code for f in exam.findings} >= warned, path
+            assert exam.figures["rows"] == sum(r.rows for r in reports), path
+    for path in HEALTHY:
+        assert found[path].status == "ok", (path, found[path].findings, found[path].not_judged)
+    damaged = found["broken/damaged"]
+    assert damaged.status == "critical"
+    assert damaged.worst.details["open"]["parameters"] == {"checkpoint_path": damaged.checkpoint_path}
+    assert found["broken/in_flight"].figures["batches_in_flight"] == [3]
+    assert found["broken/in_flight"].status == "ok"  # a restart re-runs it: 05 says the same
+    assert found["broken/no_metadata"].status == "critical"
+    assert found["broken/no_metadata"].worst.code == "no_metadata_file"
+    assert found["broken/never_ran"].findings[0].code == "never_ran"
+    assert run.worst_first[0].status == "critical"
+
+
+def test_the_history_read_back_across_two_runs_gives_the_growth(spark, root, demo_factory):
+    fleet, history = root / "growing", str(root / "history")
+    shutil.copytree(demo_factory("dedup", "hdfs").checkpoint_path.removeprefix("file:"),
+                    fleet / "dedup")
+    shutil.copytree(demo_factory("window_agg", "rocksdb").checkpoint_path.removeprefix("file:"),
+                    fleet / "windows")
+    age(fleet)
+    first = fh.run_fleet(spark, str(fleet), history_path=history, state_rows="metadata")
+    assert first.appended == 2 and first.history == []
+    run_demo_batches(spark, "dedup", str(fleet / "dedup"), 2, "hdfs", 20, 2)
+    second = fh.run_fleet(spark, str(fleet), history_path=history, state_rows="metadata")
+    assert len(second.history) == 2 and len(fh.read_history(spark, history)) == 4
+    growing = second.by_path("dedup")
+    assert growing.figures["previous_rows"] == first.by_path("dedup").figures["rows"]
+    assert growing.figures["rows"] == growing.figures["previous_rows"] + 2 * 10  # 10 ids a batch
+    assert "state_growing" in {f.code for f in growing.findings}
+    assert growing.worst.details["open"]["runbook"] == "02_estimate_state_size"
+    assert second.by_path("windows").figures["growth_per_day"] == 0
+
+
+@pytest.mark.parametrize("where,message", [
+    ("nowhere", r"^\S+/nowhere does not exist: give the folder that holds your checkpoints"),
+    tiers.case("exports", r"^no checkpoint under \S+/exports \(down to 6 levels\)", core=True)])
+def test_a_root_that_is_not_there_or_holds_no_checkpoint_is_one_line(spark, root, where,
+                                                                     message):
+    with pytest.raises(RunbookError, match=message) as raised:
+        fh.run_fleet(spark, str(root / "root" / where))
+    assert "\n" not in str(raised.value)
+
+
+def test_a_query_committing_while_examined_is_active(spark, demo_factory, tmp_path):
+    path = tmp_path / "live" / "dedup"
+    shutil.copytree(demo_factory("dedup", "hdfs").checkpoint_path.removeprefix("file:"), path)
+    query = (demo_query(spark, "dedup", 20).writeStream.format("noop")
+             .option("checkpointLocation", str(path)).trigger(processingTime="500 milliseconds")
+             .start())
+    try:
+        start = Checkpoint(spark, str(path)).last_committed_batch_id
+        deadline = time.time() + 120
+        while Checkpoint(spark, str(path)).last_committed_batch_id < start + 2:
+            assert time.time() < deadline, "the query did not commit"
+            time.sleep(0.5)
+        run = fh.run_fleet(spark, str(tmp_path / "live"), state_rows="exact")
+    finally:
+        query.stop()
+    (exam,) = run.examinations
+    assert exam.status == "active", (exam.findings, exam.not_judged)
+    assert exam.active and not {f.code for f in exam.findings} & {"stalled", "state_not_loaded",
+                                                                  "damaged_files"}

@@ -13,6 +13,18 @@ NO_PREDICTION = ("no prediction yet: set my_prediction in this cell to your answ
                  "again")
 
 
+def with_change(name: str, value, current) -> str:
+    """The start of a question that changes the parameter ``name`` to ``value``: "With name=value
+    instead of current", or, when this run already has that value (the notebook rerun with it),
+    "With name=value, as this run has it". Numbers in their shortest form."""
+    def shown(x):
+        return f"{x:g}" if isinstance(x, float) else str(x)
+
+    if shown(value) == shown(current):
+        return f"With {name}={shown(value)}, as this run has it,"
+    return f"With {name}={shown(value)} instead of {shown(current)},"
+
+
 @dataclass(frozen=True)
 class Exercise:
     question: str  # what to predict, with the change made

@@ -83,6 +83,24 @@ def test_03s_closing_bullets_say_what_its_checklist_says():
     assert ("only grew" in checklist) == ("only grew" in bullets)
 
 
+def test_03s_checklist_says_level_of_the_stores_its_growth_table_shows_level():
+    """A store whose rows held their value over the table's last samples is not said to only
+    grow (the watermark evicts as many rows as each batch adds): the table and the checklist
+    printed by the same run agree."""
+    from state_runbooks.core.growth import level_from
+    text = outputs(REPO / "notebooks" / "03_inspect_state.ipynb")
+    header, *rows = re.search(r"^ +(\d+/\S+(?: +\d+/\S+)*)\nbatch_id *\n((?:\d+(?: +\d+)+\n)+)",
+                              text, re.M).groups()
+    stores = header.split()
+    table = [[int(x) for x in line.split()] for line in rows[0].splitlines()]
+    checklist = re.search(r"\[\w+\] State growth: (.*)", text).group(1)
+    for column, store in enumerate(stores, 1):
+        level = level_from([r[column] for r in table], [r[0] for r in table])
+        if level is not None:
+            assert f"{store} rose" in checklist and f"from batch {level}" in checklist
+            assert f"{store} only grew" not in checklist
+
+
 def test_06s_batches_and_late_rows_are_those_of_its_run():
     path = REPO / "notebooks" / "06_monitor_state.ipynb"
     from state_runbooks.demos.event_logs import DEMO_BATCHES

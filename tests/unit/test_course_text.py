@@ -60,6 +60,8 @@ CORRECTED = {
     "10's windows that differ are those no event reached after the migration":
         r"saw events before the migration",
     "operator ids count from the sink's side, as 03's demo shows": r"in plan order\)",
+    "04's late payment is dated 30 s before its order, as 06 says": r"payment is 30 s late",
+    "04's counts cover the state history, not one batch": r"Join keys per category at batch",
 }
 
 

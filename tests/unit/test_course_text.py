@@ -180,6 +180,10 @@ def test_every_notebook_ends_with_an_exercise_that_checks_a_prediction(notebook)
     found = {c.get("id"): c for c in cells(notebook)}
     assert "".join(found["try-it-md"]["source"]).startswith("## Try it yourself")
     source = "".join(found["try-it"]["source"])
-    assert "my_prediction = None" in source and ".try_it(" in source
-    assert "exercise.check(my_prediction)" in source
+    assert ".try_it(" in source and "exercise.check(my_prediction)" in source
+    # A prediction passed to the run (-p my_prediction ...) reaches the check: the parameters
+    # cell declares it, and the exercise cell does not set it again.
+    (parameters,) = [c for c in cells(notebook) if "parameters" in c["metadata"].get("tags", [])]
+    assert 'my_prediction: str = ""' in "".join(parameters["source"])
+    assert not re.search(r"^my_prediction\s*=", source, re.M)
     assert "nbval-check-output" in found["try-it"]["metadata"].get("tags", [])

@@ -2,8 +2,9 @@
 run computes for that change, checked against the trainee's prediction.
 
 Each runbook package computes its exercise from what its notebook already holds (``Exercise``); the
-notebook's cell sets ``my_prediction`` and prints :meth:`Exercise.check`. The answer is never shown
-before a prediction is made.
+notebook's parameters cell declares ``my_prediction`` (so a run takes it: ``-p my_prediction 40``),
+the exercise cell never sets it again (a trainee may, in Jupyter) and prints
+:meth:`Exercise.check`. The answer is never shown before a prediction is made.
 """
 from __future__ import annotations
 

@@ -62,6 +62,8 @@ CORRECTED = {
     "operator ids count from the sink's side, as 03's demo shows": r"in plan order\)",
     "04's late payment is dated 30 s before its order, as 06 says": r"payment is 30 s late",
     "04's counts cover the state history, not one batch": r"Join keys per category at batch",
+    "04: a waiting row stays while the watermark is at most its bound, a later one evicts it":
+        r"arrives before the watermark \(batch",
 }
 
 

@@ -164,3 +164,19 @@ def test_the_exercise_tells_a_right_prediction_from_a_wrong_one():
     assert exercise.answer == 2000 * (2 + 1)  # new keys a second x (watermark delay + batch)
     assert exercise.check("6,000").startswith("right: 6000")
     assert exercise.check(12_000).startswith("not quite: you said 12000; the run says 6000")
+
+
+def test_the_accuracy_lines_say_which_rule_answers_what():
+    """Within the 25% target: close enough to size memory with; more than 2 sd off: more than
+    sampling explains, however small the percent (02's windowed aggregation: -10.6%, -2.5 sd)."""
+    from state_runbooks.runbooks.estimate_state_size.demo import Comparison, accuracy_lines
+
+    def compared(workload, estimate, sd, reported):
+        return Comparison(workload, "hdfs", "", 1, 1, 1, 1, 1.0, estimate, sd, 1.0, reported)
+    lines = accuracy_lines([compared("dedup", 1_000_000, 50_000, 1_040_000),
+                            compared("window_agg_many_users", 4_350_000, 210_000, 4_870_000)])
+    assert lines[0].endswith("(-0.8 sd of SizeEstimator's sampling: sampling explains it)")
+    assert lines[1].endswith("(-2.5 sd of SizeEstimator's sampling: more than sampling explains)")
+    assert lines[2].startswith("largest error 10.7%: within the 25% target on 2 workloads: close "
+                               "enough to size memory with; windowed aggregation more than 2 sd "
+                               "off: the estimate misses part")

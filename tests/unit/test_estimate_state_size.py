@@ -149,6 +149,16 @@ def test_no_napkin_on_a_real_checkpoint_without_a_rate():
     none_given = {**DEDUP, "input_rows_per_second": 0.0}
     assert sizing.napkin_inputs(False, **none_given) is None
     assert sizing.napkin_inputs(True, **none_given) == sizing.NapkinInputs(**DEDUP)
+    # the exercise's rerun: the demo's job with the watermark delay it names
+    shorter = sizing.napkin_inputs(True, **{**none_given, "watermark_seconds": 2.0})
+    assert shorter == sizing.NapkinInputs(**{**DEDUP, "watermark_seconds": 2.0})
+    assert sizing.napkin_heading(True, shorter, 0.0) == (
+        "Napkin for the demo's job with watermark_seconds=2 instead of its 5 (no "
+        "input_rows_per_second given).")
+    assert sizing.napkin_heading(True, sizing.NapkinInputs(**DEDUP), 0.0) == (
+        "Napkin for the demo's job (no input_rows_per_second given).")
+    assert sizing.try_it(sizing.napkin(shorter)).question.startswith(
+        "With watermark_seconds=2, as this run has it, how many rows")
     planned = sizing.napkin_inputs(False, **{**none_given, "input_rows_per_second": 500.0})
     assert planned == sizing.NapkinInputs(**{**DEDUP, "input_rows_per_second": 500.0})
     summary = Summary("estimate_state_size", "x", "4")

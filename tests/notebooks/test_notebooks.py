@@ -229,3 +229,27 @@ def test_00s_exercise_done_as_its_text_says_with_a_right_and_a_wrong_prediction(
     assert "0/default (dedupe): 40 rows at batch 3" in wrong
     assert ("With batch_id=1 instead of -1 (the last committed, 3), how many rows does the store "
             "hold at batch 1, the second batch?\nnot quite: you said 40; the run says 20,") in wrong
+
+
+@tiers.EXTENDED  # make test: 00's exercise, above; these demos take minutes each
+@pytest.mark.parametrize("name,parameter,value,question", [
+    ("02_estimate_state_size", "watermark_seconds", 2.0,
+     "With watermark_seconds=2, as this run has it, how many rows"),
+    ("06_monitor_state", "late_rows_warning", 100,
+     "With late_rows_warning=100, as this run has it, which severity"),
+    ("03_inspect_state", "skew_warning_ratio", 1.1,
+     "With skew_warning_ratio=1.1, as this run has it, which status"),
+    ("05_recover_corrupted_state", "target_batch_id", 1,
+     "With target_batch_id=1, as this run has it, one batch before the last good batch"),
+    ("07_repartition_state", "num_partitions", 3, "With num_partitions=3, how many rows"),
+    ("08_check_query_change", "query_function", "build_deduplicated",
+     "With query_function=build_deduplicated (the demo job with dropDuplicates added"),
+])
+def test_a_rerun_with_the_parameter_an_exercise_names_reaches_its_check(run_notebook, name,
+                                                                        parameter, value,
+                                                                        question):
+    """The rerun the exercise suggests passes the demo's checks (they hold for the changed
+    parameter) and reaches the exercise, which takes the prediction passed with it."""
+    printed = _printed(run_notebook(name, **{parameter: value, "my_prediction": "-1"}).notebook)
+    assert question in printed
+    assert "not quite: you said -1; the run says " in printed

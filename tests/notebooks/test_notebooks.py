@@ -201,3 +201,55 @@ def test_template_on_a_given_checkpoint(spark, demo_factory, run_notebook):
     assert summary["status"] == "ok"
     assert summary["total_rows"] == inspect_state.inspect_stores(Checkpoint(spark, checkpoint),
                                                               operator_id=1)[0].rows
+
+
+def _printed(notebook: pathlib.Path) -> str:
+    nb = nbformat.read(str(notebook), as_version=4)
+    return "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
+                     for o in c.outputs)
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+def test_00s_exercise_done_as_its_text_says_with_a_right_and_a_wrong_prediction(run_notebook,
+                                                                                tmp_path):
+    """The run the exercise asks for, from the command line: the parameter it names changes the
+    run (step 1 counts at batch 1, the checks hold there), and a prediction passed with -p
+    reaches the check: right, then wrong."""
+    out = tmp_path / "right"
+    proc = subprocess.run([str(pathlib.Path(sys.executable).parent / "state-runbooks"), "run",
+                           "00_template", "--demo", "-p", "batch_id", "1", "-p", "my_prediction",
+                           "20", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    printed = _printed(out / "00_template.ipynb")
+    assert "0/default (dedupe): 20 rows at batch 1" in printed
+    assert ("With batch_id=1, as this run has it, how many rows does the store hold at batch 1, "
+            "the second batch?\nright: 20 (") in printed
+    wrong = _printed(run_notebook("00_template", my_prediction="40").notebook)
+    assert "0/default (dedupe): 40 rows at batch 3" in wrong
+    assert ("With batch_id=1 instead of -1 (the last committed, 3), how many rows does the store "
+            "hold at batch 1, the second batch?\nnot quite: you said 40; the run says 20,") in wrong
+
+
+@tiers.EXTENDED  # make test: 00's exercise, above; these demos take minutes each
+@pytest.mark.parametrize("name,parameter,value,question", [
+    ("02_estimate_state_size", "watermark_seconds", 2.0,
+     "With watermark_seconds=2, as this run has it, how many rows"),
+    ("06_monitor_state", "late_rows_warning", 100,
+     "With late_rows_warning=100, as this run has it, which severity"),
+    ("03_inspect_state", "skew_warning_ratio", 1.1,
+     "With skew_warning_ratio=1.1, as this run has it, which status"),
+    ("05_recover_corrupted_state", "target_batch_id", 1,
+     "With target_batch_id=1, as this run has it, one batch before the last good batch"),
+    ("07_repartition_state", "num_partitions", 3, "With num_partitions=3, how many rows"),
+    ("08_check_query_change", "query_function", "build_deduplicated",
+     "With query_function=build_deduplicated (the demo job with dropDuplicates added"),
+])
+def test_a_rerun_with_the_parameter_an_exercise_names_reaches_its_check(run_notebook, name,
+                                                                        parameter, value,
+                                                                        question):
+    """The rerun the exercise suggests passes the demo's checks (they hold for the changed
+    parameter) and reaches the exercise, which takes the prediction passed with it."""
+    printed = _printed(run_notebook(name, **{parameter: value, "my_prediction": "-1"}).notebook)
+    assert question in printed
+    assert "not quite: you said -1; the run says " in printed

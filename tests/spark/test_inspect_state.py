@@ -420,6 +420,7 @@ def test_python_stateful_apis_and_where_their_expiry_lives(spark):
         "ttl", "value.ttlExpirationMs")
     assert units["0/timers"].expiry_column == "expiration_timestamp_ms"
     lines = inspect_state.python_state_lines(list(demos.values()), presence)
-    assert lines[-1] == "A column named expirationMs: in no unit."
+    assert lines[-1] == ("No unit has a column named expirationMs: each line above says where "
+                         "its expiry is.")
     for demo in demos.values():
         assert demo.memory_used_bytes != sum(u.row_bytes for u in demo.units)

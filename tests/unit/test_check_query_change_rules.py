@@ -193,3 +193,10 @@ def test_pinned_settings_name_what_the_job_sets_and_older_checkpoints_default():
     assert [(r.key, r.pinned, r.job_value, r.ignored, r.from_default) for r in rows] == [
         ("spark.sql.shuffle.partitions", "2", "8", True, False),
         ("spark.sql.streaming.stateStore.encodingFormat", "unsaferow", "avro", True, True)]
+
+
+def test_the_demo_checks_the_function_a_rerun_names_in_its_own_job_file():
+    from state_runbooks.runbooks.check_query_change.demo import DEMO_JOB_FILE, job_to_check
+    assert job_to_check(True, "", "build") == (DEMO_JOB_FILE, "build_with_max")
+    assert job_to_check(True, "", "build_deduplicated") == (DEMO_JOB_FILE, "build_deduplicated")
+    assert job_to_check(False, "jobs/mine.py", "make") == ("jobs/mine.py", "make")

@@ -149,6 +149,16 @@ def test_no_napkin_on_a_real_checkpoint_without_a_rate():
     none_given = {**DEDUP, "input_rows_per_second": 0.0}
     assert sizing.napkin_inputs(False, **none_given) is None
     assert sizing.napkin_inputs(True, **none_given) == sizing.NapkinInputs(**DEDUP)
+    # the exercise's rerun: the demo's job with the watermark delay it names
+    shorter = sizing.napkin_inputs(True, **{**none_given, "watermark_seconds": 2.0})
+    assert shorter == sizing.NapkinInputs(**{**DEDUP, "watermark_seconds": 2.0})
+    assert sizing.napkin_heading(True, shorter, 0.0) == (
+        "Napkin for the demo's job with watermark_seconds=2 instead of its 5 (no "
+        "input_rows_per_second given).")
+    assert sizing.napkin_heading(True, sizing.NapkinInputs(**DEDUP), 0.0) == (
+        "Napkin for the demo's job (no input_rows_per_second given).")
+    assert sizing.try_it(sizing.napkin(shorter)).question.startswith(
+        "With watermark_seconds=2, as this run has it, how many rows")
     planned = sizing.napkin_inputs(False, **{**none_given, "input_rows_per_second": 500.0})
     assert planned == sizing.NapkinInputs(**{**DEDUP, "input_rows_per_second": 500.0})
     summary = Summary("estimate_state_size", "x", "4")
@@ -164,3 +174,19 @@ def test_the_exercise_tells_a_right_prediction_from_a_wrong_one():
     assert exercise.answer == 2000 * (2 + 1)  # new keys a second x (watermark delay + batch)
     assert exercise.check("6,000").startswith("right: 6000")
     assert exercise.check(12_000).startswith("not quite: you said 12000; the run says 6000")
+
+
+def test_the_accuracy_lines_say_which_rule_answers_what():
+    """Within the 25% target: close enough to size memory with; more than 2 sd off: more than
+    sampling explains, however small the percent (02's windowed aggregation: -10.6%, -2.5 sd)."""
+    from state_runbooks.runbooks.estimate_state_size.demo import Comparison, accuracy_lines
+
+    def compared(workload, estimate, sd, reported):
+        return Comparison(workload, "hdfs", "", 1, 1, 1, 1, 1.0, estimate, sd, 1.0, reported)
+    lines = accuracy_lines([compared("dedup", 1_000_000, 50_000, 1_040_000),
+                            compared("window_agg_many_users", 4_350_000, 210_000, 4_870_000)])
+    assert lines[0].endswith("(-0.8 sd of SizeEstimator's sampling: sampling explains it)")
+    assert lines[1].endswith("(-2.5 sd of SizeEstimator's sampling: more than sampling explains)")
+    assert lines[2].startswith("largest error 10.7%: within the 25% target on 2 workloads: close "
+                               "enough to size memory with; windowed aggregation more than 2 sd "
+                               "off: the estimate misses part")

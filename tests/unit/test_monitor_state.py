@@ -125,3 +125,14 @@ def test_the_exercise_tells_a_right_prediction_from_a_wrong_one():
     assert exercise.check("Info").startswith("right: info")
     assert exercise.check("warning").startswith("not quite: you said warning; the run says info")
     assert exercise.check(None).startswith("no prediction yet")
+    assert exercise.question.startswith("With late_rows_warning=100 instead of 1, which")
+
+
+def test_the_exercise_reads_right_on_a_run_that_already_has_its_threshold():
+    """Rerun with the parameter the exercise names (-p late_rows_warning 100): the question says
+    so instead of "100 instead of 100"."""
+    from state_runbooks.runbooks.monitor_state import try_it
+    history = build_history([_progress(b, 100, dropped=2) for b in range(10)], facts=LOCAL_2G)
+    exercise = try_it(history, verdicts.Thresholds(late_rows_warning=100))
+    assert exercise.question.startswith("With late_rows_warning=100, as this run has it, which")
+    assert exercise.answer == "info"

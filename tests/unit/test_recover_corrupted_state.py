@@ -238,3 +238,17 @@ def test_a_demo_whose_files_cannot_change_is_left_intact_and_its_demo_does_nothi
 def test_the_demo_s_own_steps_need_the_break_of_set_up():
     with pytest.raises(RunbookError, match="prepare_demo=break_demo"):
         run_demo(SimpleNamespace(demo_prepared=None), object())
+
+
+def test_the_passes_on_an_active_checkpoint_are_said_in_words():
+    """A pass is the whole diagnosis on a new listing; a problem counts when two in a row find it."""
+    import dataclasses
+
+    ckpt = stopped_checkpoint()
+    once = diagnosis(ckpt, last_good=1)
+    assert once.passes_words() == ("1 pass (a pass: the whole diagnosis on a new listing of the "
+                                   "checkpoint): it found nothing to confirm on a second one")
+    twice = dataclasses.replace(once, passes=2).passes_words()
+    assert twice.startswith("2 passes (a pass: the whole diagnosis on a new listing")
+    assert "a problem counts only when two passes in a row find it" in twice
+    assert "pass(es)" not in twice

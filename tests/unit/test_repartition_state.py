@@ -81,3 +81,18 @@ def test_skew_and_rows_equal_wherever_the_rows_sit():
     assert rows_equal([before], [skewed])
     assert not rows_equal([before], [scan("0/default", 12, [6, 6], ("1", "3"))])
     assert not rows_equal([before], [before, scan("1/default", 0, [0])])
+
+
+def test_the_restart_compared_says_why_the_batch_ids_differ_and_why_nothing_was_written():
+    from state_runbooks.runbooks.repartition_state.demo import restart_lines
+    lines = restart_lines(4, 3, {4}, 2, (0, 0))
+    assert lines[0] == ("restarted: batch 4 ran its stateful operators on 4 partitions "
+                        "(numShufflePartitions in its progress)")
+    assert lines[1] == ("never repartitioned: batch 3 ran on 2 partitions (the same input: the "
+                        "repartition itself is batch 3, so the input reaches this checkpoint one "
+                        "batch later)")
+    assert lines[2].startswith("rows written: 0 here, 0 there, the same on both: the count writes "
+                               "a window once the watermark passes its end")
+    assert restart_lines(5, 5, {2}, 2, (3, 2))[1:] == [
+        "never repartitioned: batch 5 ran on 2 partitions",
+        "rows written: 3 here, 2 there, DIFFERENT"]

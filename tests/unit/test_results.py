@@ -94,3 +94,15 @@ def test_read_records_from_a_notebook():
         RECORD_MIMETYPE: {"name": "total_rows", "value": 5}})]
     nb.cells.append(cell)
     assert read_records(nb) == {"total_rows": 5}
+
+
+@pytest.mark.parametrize("value,current,start", [
+    (100, 1000, "With late_rows_warning=100 instead of 1000,"),
+    (100, 100, "With late_rows_warning=100, as this run has it,"),
+    (1.1, 1.1, "With late_rows_warning=1.1, as this run has it,"),
+    (2.0, 5.0, "With late_rows_warning=2 instead of 5,"),
+])
+def test_an_exercise_names_its_change_and_reads_right_when_the_run_already_has_it(
+        value, current, start):
+    from state_runbooks.running.exercise import with_change
+    assert with_change("late_rows_warning", value, current) == start

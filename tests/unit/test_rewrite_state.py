@@ -79,3 +79,18 @@ def test_rows_of_rocksdb_go_as_they_are_without_a_drop():
     ckpt = stopped_checkpoint(provider=ROCKSDB)
     assert make_transform(ckpt, plan("", StorePlan("0/default", 0, 10)), "rocksdb") is None
     assert make_transform(ckpt, plan("", StorePlan("0/default", 0, 10)), "hdfs") is not None
+
+
+def test_the_dropped_ids_again_are_named_by_the_batch_each_checkpoint_ran_them_as():
+    """The rewrite writes a batch of its own: the same input runs as batch 4 on the rewritten
+    checkpoint and as batch 3 on its copy never rewritten."""
+    from types import SimpleNamespace
+
+    from state_runbooks.runbooks.rewrite_state import again_lines
+    demo = SimpleNamespace(
+        again=SimpleNamespace(progress=[{"batchId": 4}], output=["Row(id=0, event=30)"] * 10),
+        never=SimpleNamespace(progress=[{"batchId": 3}], output=[]),
+        dropped=SimpleNamespace(plan=SimpleNamespace(new_batch_id=3)))
+    assert again_lines(demo)[0] == (
+        "the source's next rows bring ids 0..9 again, as batch 4 here (batch 3 is the rewrite) "
+        "and as batch 3 on the copy never rewritten: 10 rows come through here, 0 on the copy")

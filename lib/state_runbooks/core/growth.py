@@ -384,26 +384,43 @@ def _count_rows(frames: list, counts: dict) -> bool:
 
 
 MIN_TREND_POINTS = 3  # fewer samples cannot tell a rise from noise
+LEVEL_POINTS = 3  # a rise held at this many samples, its last among them, has levelled off
 
 
 def is_rising(rows, min_points: int = MIN_TREND_POINTS) -> bool:
     """The one rule for "the state is still growing", in every runbook: over the samples (in
-    batch order) it never fell and it ended higher than it started, so it has not levelled off.
-    No-data and quiet batches leave the rows flat, which does not break a rise. A caller that
+    batch order) it never fell and it ended higher than it started. No-data and quiet batches
+    leave the rows flat, which does not break a rise; a rise held level at its last samples is
+    told apart by :func:`level_from`. A caller that
     already required a longer history may judge its later part on fewer ``min_points``."""
     rows = [int(r) for r in rows]
     return (len(rows) >= min_points and rows[-1] > rows[0]
             and all(b >= a for a, b in zip(rows, rows[1:])))
 
 
+def level_from(rows, batches, min_points: int = LEVEL_POINTS):
+    """The batch from which ``rows`` (sampled at ``batches``, in order) have held their last
+    value, when they held it at ``min_points`` samples or more: a rise that has levelled off
+    (state that each batch adds to and the watermark evicts from alike). None otherwise."""
+    rows = [int(r) for r in rows]
+    since = len(rows) - 1
+    while since > 0 and rows[since - 1] == rows[-1]:
+        since -= 1
+    return int(batches[since]) if len(rows) - since >= min_points else None
+
+
 def growth_verdicts(table) -> dict[str, dict]:
-    """Per store of a growth table: first and last row counts, peak, and whether it only grew
-    (:func:`is_rising`)."""
+    """Per store of a growth table: first and last row counts, peak, whether it only grew
+    (:func:`is_rising`) and, for one that did, the batch from which it held level
+    (:func:`level_from`; None: still rising)."""
     out = {}
+    batches = [int(b) for b in table.index]
     for store in table.columns:
         series = [int(v) for v in table[store].tolist()]
+        rising = is_rising(series)
         out[store] = {"first": series[0], "last": series[-1], "peak": max(series),
-                      "only_grew": is_rising(series), "points": len(series)}
+                      "only_grew": rising, "points": len(series),
+                      "level_from": level_from(series, batches) if rising else None}
     return out
 
 

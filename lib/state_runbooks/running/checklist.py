@@ -174,18 +174,26 @@ def check_growth(reports: list[StoreReport], growth_table, watermark: int) -> Fi
         unbounded_labels |= {r.label for r in _by_watermark(reports)}
     rules = {r.label: r.expiry_rule for r in reports}
     unbounded = {s: v for s, v in growing.items() if s in unbounded_labels}
-    filling = {s: v for s, v in growing.items() if s not in unbounded_labels}
+    evicted = {s: v for s, v in growing.items() if s not in unbounded_labels}
+    filling = {s: v for s, v in evicted.items() if v["level_from"] is None}
+    level = {s: v for s, v in evicted.items() if v["level_from"] is not None}
     title = "State growth"
     if unbounded:
         return _item("state_growth", title, "warn",
                      "; ".join(f"{s} only grew ({v['first']:,} -> {v['last']:,} rows) and "
                                "nothing evicts it" for s, v in unbounded.items()))
+    held = "; ".join(f"{s} rose ({v['first']:,} -> {v['last']:,} rows) and held "
+                     f"{v['last']:,} from batch {v['level_from']}" for s, v in level.items())
     if filling:
         return _item("state_growth", title, "info",
                      "; ".join(f"{s} only grew ({v['first']:,} -> {v['last']:,} rows; "
                                f"{_RULE_WORDS.get(rules.get(s), _RULE_WORDS['unknown'])})"
                                for s, v in filling.items())
-                     + ": expected while a young query fills its horizon; check again later")
+                     + ": expected while a young query fills its horizon; check again later"
+                     + (f"; {held}: levelled off" if held else ""))
+    if level:
+        return _item("state_growth", title, "pass",
+                     f"{held}: the watermark now evicts as many rows as each batch adds")
     if verdicts:
         points = max(v["points"] for v in verdicts.values())
         return _item("state_growth", title, "pass",

@@ -2,8 +2,9 @@
 run computes for that change, checked against the trainee's prediction.
 
 Each runbook package computes its exercise from what its notebook already holds (``Exercise``); the
-notebook's cell sets ``my_prediction`` and prints :meth:`Exercise.check`. The answer is never shown
-before a prediction is made.
+notebook's parameters cell declares ``my_prediction`` (so a run takes it: ``-p my_prediction 40``),
+the exercise cell never sets it again (a trainee may, in Jupyter) and prints
+:meth:`Exercise.check`. The answer is never shown before a prediction is made.
 """
 from __future__ import annotations
 
@@ -11,6 +12,18 @@ from dataclasses import dataclass
 
 NO_PREDICTION = ("no prediction yet: set my_prediction in this cell to your answer and run it "
                  "again")
+
+
+def with_change(name: str, value, current) -> str:
+    """The start of a question that changes the parameter ``name`` to ``value``: "With name=value
+    instead of current", or, when this run already has that value (the notebook rerun with it),
+    "With name=value, as this run has it". Numbers in their shortest form."""
+    def shown(x):
+        return f"{x:g}" if isinstance(x, float) else str(x)
+
+    if shown(value) == shown(current):
+        return f"With {name}={shown(value)}, as this run has it,"
+    return f"With {name}={shown(value)} instead of {shown(current)},"
 
 
 @dataclass(frozen=True)

@@ -102,11 +102,14 @@ def demo_lines(changes: list[DemoChange]) -> list[str]:
 
 
 def job_to_check(is_demo: bool, query_file: str, query_function: str) -> tuple[str, str]:
-    """The job file and function to check: the ones given, or on the demo its rejected change."""
+    """The job file and function to check: the ones given, or on the demo its job file with the
+    function given (the exercise's ``-p query_function build_deduplicated``), by default its
+    rejected change."""
     check_not_placeholder("query_file", query_file)
     if str(query_file or "").strip():
         return query_file, query_function
     if is_demo:
-        return DEMO_JOB_FILE, "build_with_max"
+        chosen = str(query_function or "").strip()
+        return DEMO_JOB_FILE, chosen if chosen not in ("", "build") else "build_with_max"
     raise RunbookError("query_file is empty: pass the job's Python file whose function "
                        f"{query_function or 'build'}(spark) returns the changed query")

@@ -45,6 +45,7 @@ from .history import (
 from .pairs import PAIR_CHECKED, closest_pair
 from .report import (
     counts_lines,
+    counts_title,
     summarize,
     times_line,
     verdicts_table,
@@ -88,5 +89,5 @@ __all__ = [
     "WATERMARK_DELAY_METADATA", "NO_SUCH_COLUMN", "resolve_join", "time_bounds_from_checkpoint",
     "time_column_refusal",
     "Diagnosis", "KeyVerdict", "ShownKeys", "common_day", "diagnose", "explain", "show_keys",
-    "counts_lines", "summarize", "times_line", "verdicts_table", "what_this_showed",
+    "counts_lines", "counts_title", "summarize", "times_line", "verdicts_table", "what_this_showed",
 ]

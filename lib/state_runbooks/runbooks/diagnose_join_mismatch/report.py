@@ -9,10 +9,17 @@ from .spec import JoinSpec
 from .verdicts import Diagnosis, KeyVerdict, ShownKeys, common_day
 
 
+def _batches(diagnosis: Diagnosis) -> str:
+    return f"batches {diagnosis.history_start}..{diagnosis.batch_id} ({diagnosis.method})"
+
+
+def counts_title(diagnosis: Diagnosis) -> str:
+    """The plot's title: the counts are over the whole history read, not one batch."""
+    return f"Join keys per category over {_batches(diagnosis)}"
+
+
 def counts_lines(diagnosis: Diagnosis) -> list[str]:
-    total = diagnosis.total_keys
-    lines = [f"{total:,} join keys in the state history of batches {diagnosis.history_start}.."
-             f"{diagnosis.batch_id} ({diagnosis.method}):"]
+    lines = [f"{diagnosis.total_keys:,} join keys in the state history of {_batches(diagnosis)}:"]
     for category, n in diagnosis.counts.items():
         if category == "never_seen":
             continue

@@ -321,9 +321,10 @@ def _explain(verdict: KeyVerdict, spec: JoinSpec) -> str:
                 f"state in batches {e['batches']}.")
         if "expires_when_watermark_passes" in e:
             text += (f" A {other} row still joins if its {sides[other][1]} fits the time condition "
-                     f"and it arrives before the watermark (batch {e['batch_id']}: "
-                     f"{e['watermark']}) passes {e['expires_when_watermark_passes']}, when Spark "
-                     f"evicts the {here} row.{soon}")
+                     f"and it arrives while the watermark is at most "
+                     f"{e['expires_when_watermark_passes']} (batch {e['batch_id']} applied "
+                     f"{e['watermark']}): the first batch that applies a later one evicts the "
+                     f"{here} row.{soon}")
         return text
     outer = (" In a left outer join, Spark emitted the left row with nulls for the right side "
              "when it evicted it." if e["left"]["removed_batch"] is not None else "")

@@ -114,12 +114,28 @@ def napkin_inputs(is_demo: bool, input_rows_per_second: float, watermark_seconds
                   trigger_seconds: float, key_cardinality: int, key_bytes: int, value_bytes: int,
                   num_partitions: int, provider: str) -> NapkinInputs | None:
     """What the napkin estimates: the job the parameters describe when a rate is given; the demo's
-    own job when the runbook builds its demo without one; None otherwise, since nothing then
+    own job when the runbook builds its demo without one, with the watermark delay given, if one
+    is (the exercise's change: ``-p watermark_seconds 2``); None otherwise, since nothing then
     describes the job behind a real checkpoint (it is measured instead)."""
     if input_rows_per_second:
         return NapkinInputs(input_rows_per_second, watermark_seconds, trigger_seconds,
                             key_cardinality, key_bytes, value_bytes, num_partitions, provider)
-    return NapkinInputs(**DEMO_NAPKIN) if is_demo else None
+    if not is_demo:
+        return None
+    delay = {"watermark_seconds": watermark_seconds} if watermark_seconds > 0 else {}
+    return NapkinInputs(**{**DEMO_NAPKIN, **delay})
+
+
+def napkin_heading(is_demo: bool, inputs: NapkinInputs, input_rows_per_second: float) -> str:
+    """What the napkin below estimates: the demo's job (with the watermark delay given, if it
+    differs from the demo's), or the job the parameters describe."""
+    if not (is_demo and not input_rows_per_second):
+        return "Napkin for the job the parameters describe."
+    delay = inputs.watermark_seconds
+    changed = (f" with watermark_seconds={delay:g} instead of its "
+               f"{DEMO_NAPKIN['watermark_seconds']:g}"
+               if delay != DEMO_NAPKIN["watermark_seconds"] else "")
+    return f"Napkin for the demo's job{changed} (no input_rows_per_second given)."
 
 
 NO_NAPKIN = ("No napkin estimate: no input_rows_per_second was given, and this checkpoint's job is "

@@ -101,7 +101,9 @@ def python_state_lines(demos: list[PythonStateDemo], presence: dict[str, bool]) 
             where = f"{u.expiry_rule} in {u.expiry_column}" if u.expiry_column else u.expiry_rule
             lines.append(f"  {u.label}: {u.rows:,} rows; columns {', '.join(u.columns)}; "
                          f"expiry: {where}")
-    named = any("expirationMs" in c.split("{")[0] for d in demos for u in d.units
-                for c in u.columns)
-    lines.append(f"A column named expirationMs: {'present' if named else 'in no unit'}.")
+    named = [u.label for d in demos for u in d.units
+             if any("expirationMs" == c.split("{")[0] for c in u.columns)]
+    lines.append(f"A column named expirationMs: in {', '.join(named)}." if named else
+                 "No unit has a column named expirationMs: each line above says where its "
+                 "expiry is.")
     return lines

@@ -222,26 +222,29 @@ def what_this_showed(result: DemoResult) -> list[str]:
                          f"fullest partition's {max(worst.rows_per_partition):,} rows over the "
                          f"mean {worst.rows / worst.num_partitions:,.4g}: {verdict}")
     if growth is not None and not growth.empty:
-        # The checklist's rule (core/growth.py, is_rising): flat samples do not end a rise (a
-        # quiet batch leaves the rows flat), so both say the same of the same rows.
+        # The checklist's rules (core/growth.py, is_rising and level_from): a flat sample does
+        # not end a rise, a rise held at its last samples has levelled off; both say the same of
+        # the same rows.
         batches = [int(b) for b in growth.index]
         verdicts = growth_verdicts(growth)
-        rising, bounded = [], []
+        rising, level, bounded = [], [], []
         for unit, v in verdicts.items():
-            rows = [int(x) for x in growth[unit].tolist()]
-            since = len(rows) - 1
-            while since > 0 and rows[since - 1] == rows[-1]:
-                since -= 1
-            flat = f", flat from batch {batches[since]}" if 0 < since < len(rows) - 1 else ""
-            if v["only_grew"]:
-                rising.append(f"{unit} {v['first']:,} -> {v['last']:,} rows{flat}")
+            if v["only_grew"] and v["level_from"] is not None:
+                level.append(f"{unit} {v['first']:,} -> {v['last']:,} rows, level from batch "
+                             f"{v['level_from']}")
+            elif v["only_grew"]:
+                rising.append(f"{unit} {v['first']:,} -> {v['last']:,} rows")
             elif v["peak"] > v["last"]:
                 bounded.append(f"{unit} peaked at {v['peak']:,}, {v['last']:,} now")
+        span = f"over batches {batches[0]}..{batches[-1]}"
         if rising:
-            lines.append(f"over batches {batches[0]}..{batches[-1]} the state only grew "
-                         f"({'; '.join(rising)}): a young query filling its watermark "
-                         "horizon, or state nothing evicts; the checklist says which, and a "
-                         "later run whether it fell")
+            lines.append(f"{span} the state only grew ({'; '.join(rising)}): a young query "
+                         "filling its watermark horizon, or state nothing evicts; the "
+                         "checklist says which, and a later run whether it fell")
+        if level:
+            lines.append(f"{span} the state {'also ' if rising else ''}rose, then held level "
+                         f"({'; '.join(level)}): each batch adds as many rows as are evicted, "
+                         "or adds none; the checklist says which")
         if bounded:
             lines.append(f"the state fell in some batch ({'; '.join(bounded)}): something "
                          "evicts it, so it is bounded")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from state_runbooks.running.exercise import Exercise
+from state_runbooks.running.exercise import Exercise, with_change
 
 from .history import History
 from .verdicts import Thresholds, late_rows
@@ -17,9 +17,9 @@ def try_it(history: History, thresholds: Thresholds) -> Exercise:
     found = late_rows(history, changed)
     answer = found[0].severity if found else "none"
     dropped = int(history.operators["num_rows_dropped_by_watermark"].fillna(0).sum())
-    return Exercise(f"With late_rows_warning={LATE_ROWS_WARNING} instead of "
-                    f"{thresholds.late_rows_warning}, which severity does the late-rows verdict "
-                    "get (warning, info or none)?", answer,
+    change = with_change("late_rows_warning", LATE_ROWS_WARNING, thresholds.late_rows_warning)
+    return Exercise(f"{change} which severity does the late-rows verdict get (warning, info or "
+                    "none)?", answer,
                     f"{dropped:,} rows were dropped behind the watermark in all, "
                     + ("fewer" if dropped < LATE_ROWS_WARNING else "no fewer")
                     + f" than {LATE_ROWS_WARNING}")

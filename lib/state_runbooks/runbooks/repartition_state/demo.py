@@ -40,6 +40,23 @@ class DemoResult:
     files: int  # the checkpoint's files before the repartition, sidecars included
 
 
+def restart_lines(here: int, there: int, parts: set[int], there_parts: int,
+                  written: tuple[int, int]) -> list[str]:
+    """The restarted batch here and on the copy never repartitioned: the same input, one batch id
+    apart when the repartition took one (Spark writes it as a batch of its own); the rows each
+    wrote, and why none, in append mode, before the watermark passes a window's end."""
+    apart = (f" (the same input: the repartition itself is batch {there}, so the input reaches "
+             f"this checkpoint one batch later)" if here == there + 1 else "")
+    same = "the same on both" if written[0] == written[1] else "DIFFERENT"
+    why = (": the count writes a window once the watermark passes its end (append mode), and no "
+           "window's end was behind it yet" if written == (0, 0) else "")
+    return [f"restarted: batch {here} ran its stateful operators on "
+            f"{', '.join(map(str, sorted(parts)))} partitions (numShufflePartitions in its "
+            "progress)",
+            f"never repartitioned: batch {there} ran on {there_parts} partitions{apart}",
+            f"rows written: {written[0]} here, {written[1]} there, {same}{why}"]
+
+
 def continue_demo(spark, demo, path: str, reference: str, batches: int = 1) -> RestartCompared:
     """Restart the demo's query for ``batches`` on the repartitioned checkpoint and on the
     reference, and compare what they did and the state they left (by key and value: the rows
@@ -51,12 +68,8 @@ def continue_demo(spark, demo, path: str, reference: str, batches: int = 1) -> R
     diffs = diff_checkpoints(a, b, columns=KEY_AND_VALUE)
     same = all_equal(diffs)
     written = tuple(sum(p["sink"]["numOutputRows"] for p in run) for run in (ours, theirs))
-    lines = [f"restarted: batch {a.last_committed_batch_id} ran its stateful operators on "
-             f"{', '.join(map(str, sorted(parts)))} partitions (numShufflePartitions in its "
-             "progress)",
-             f"never repartitioned: batch {b.last_committed_batch_id} ran on "
-             f"{current_partitions(b)} partitions",
-             f"rows written: {written[0]} here, {written[1]} there",
+    lines = [*restart_lines(a.last_committed_batch_id, b.last_committed_batch_id, parts,
+                            current_partitions(b), written),
              "state after it: "
              + "; ".join(f"{d.label} {d.found} vs {d.expected} rows" for d in diffs)
              + (", equal (checksums of every key and value)" if same else ", DIFFERENT")]

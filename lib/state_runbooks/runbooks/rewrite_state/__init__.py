@@ -24,7 +24,14 @@ from .checks import check_requirements
 from .demo import DEMO, DemoResult, run_demo
 from .exercise import try_it
 from .plan import plan_unless_active
-from .report import alternatives_lines, pinned_lines, plan_lines, summarize, what_this_showed
+from .report import (
+    again_lines,
+    alternatives_lines,
+    pinned_lines,
+    plan_lines,
+    summarize,
+    what_this_showed,
+)
 
 __all__ = [
     "try_it",
@@ -32,5 +39,6 @@ __all__ = [
     "DEMO", "DemoResult", "run_demo",
     "check_requirements", "check_target_provider", "requirement_lines",
     "plan_unless_active",
-    "alternatives_lines", "pinned_lines", "plan_lines", "summarize", "what_this_showed",
+    "again_lines", "alternatives_lines", "pinned_lines", "plan_lines", "summarize",
+    "what_this_showed",
 ]

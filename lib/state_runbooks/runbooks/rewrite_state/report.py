@@ -17,7 +17,7 @@ from state_runbooks.safety.safekeeping import Outcome
 
 from .apply import REWRITE, Rewritten
 from .checks import Checks
-from .demo import DemoResult
+from .demo import DEDUP_ROWS_PER_BATCH, DemoResult
 from .plan import Plan
 
 _PINNED = ((PROVIDER_CONF, "provider"),
@@ -119,6 +119,21 @@ def summarize(summary, out: Outcome) -> None:
                      + ", every store verified row by row; "
                      + (f"at {checks.output_path}" if checks.output_path else
                         f"journal {out.journal_path}") if checks else "")
+
+
+def again_lines(result: DemoResult) -> list[str]:
+    """The dropped ids arriving again, on the rewritten deduplication and on its copy never
+    rewritten: the same input reaches each as a different batch id, since the rewrite took one
+    (its new batch carries no input)."""
+    here, there = (c.progress[0]["batchId"] if c.progress else None
+                   for c in (result.again, result.never))
+    same = ("as the same batch on both" if here == there else
+            f"as batch {here} here (batch {result.dropped.plan.new_batch_id} is the rewrite) and "
+            f"as batch {there} on the copy never rewritten")
+    return [f"the source's next rows bring ids 0..{DEDUP_ROWS_PER_BATCH - 1} again, {same}: "
+            f"{len(result.again.output)} rows come through here, {len(result.never.output)} on "
+            "the copy",
+            "  e.g. " + ", ".join(result.again.output[:3])]
 
 
 def what_this_showed(result: DemoResult) -> list[str]:

@@ -18,6 +18,7 @@ class RowCounts:
         return sum(r.rows for r in self.reports)
 
 
-def count_rows(ckpt: Checkpoint, operator_id: int = -1) -> RowCounts:
-    """Rows per store at the last committed batch: one operator's, or every operator's."""
-    return RowCounts(inspect_stores(ckpt, operator_id=operator_id))
+def count_rows(ckpt: Checkpoint, operator_id: int = -1, batch_id: int = -1) -> RowCounts:
+    """Rows per store at a batch (-1: the last committed): one operator's, or every
+    operator's."""
+    return RowCounts(inspect_stores(ckpt, batch_id=batch_id, operator_id=operator_id))

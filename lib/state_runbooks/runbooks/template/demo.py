@@ -10,7 +10,7 @@ from state_runbooks.core.store_scan import inspect_stores
 from .count import RowCounts
 
 # A deduplication with a 5 s watermark: 20 events per batch carry 10 distinct ids (each arrives
-# twice), each batch is 1 s of event time; four batches.
+# twice), all with one event time, 1 s after the batch before's; four batches.
 DEMO = {"workload": "dedup", "batches": 4, "rows_per_batch": 20}
 
 
@@ -18,7 +18,7 @@ DEMO = {"workload": "dedup", "batches": 4, "rows_per_batch": 20}
 class DemoResult:
     """What the demo showed, for :func:`~.report.what_this_showed` and the notebook's checks."""
     counts: RowCounts  # the runbook's step, on the demo
-    expected_total: int  # known in advance
+    expected_total: int  # known in advance, for the batch the step read
     refusal: str  # the one-line error a wrong operator id gets (shown, not raised)
 
 
@@ -37,4 +37,5 @@ def run_demo(rb, counts: RowCounts) -> DemoResult:
         refusal = ""
     except RunbookError as error:
         refusal = f"RunbookError: {error}"
-    return DemoResult(counts, expected_rows(rb.demo.batches), refusal)
+    batch = counts.reports[0].batch_id if counts.reports else rb.demo.batches - 1
+    return DemoResult(counts, expected_rows(batch + 1), refusal)

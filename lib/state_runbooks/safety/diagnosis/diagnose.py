@@ -111,13 +111,24 @@ class Diagnosis:
             return [f"the query looks stopped ({self.activity.seen})"]
         lines = ["the query looks active: " + "; ".join(self.activity.reasons),
                  (f"judged: the batches committed when the diagnosis listed the checkpoint (up to "
-                  f"{self.last_committed_batch_id}), from that one listing; {self.passes} "
-                  "pass(es), each problem confirmed on a new listing")]
+                  f"{self.last_committed_batch_id}), from that one listing; "
+                  + self.passes_words())]
         lines += [f"re-listed, changed by the query meanwhile (not reported): {r}"
                   for r in self.relisted[:5]]
         if self.unconfirmed:
             lines.append("the query changed the files under every pass: nothing is confirmed")
         return lines
+
+    def passes_words(self) -> str:
+        """What the passes were, in words: a pass is the whole diagnosis on a new listing of the
+        checkpoint, and on an active one a problem counts only when two passes in a row find it
+        (the query may clean up or replace a file between two listings)."""
+        what = (f"{self.passes} pass{'es' if self.passes != 1 else ''} (a pass: the whole "
+                "diagnosis on a new listing of the checkpoint)")
+        if self.passes == 1:
+            return f"{what}: it found nothing to confirm on a second one"
+        return (f"{what}: a problem counts only when two passes in a row find it, since the "
+                "query may clean up or replace a file between two listings")
 
     def broken(self) -> list[dict]:
         return [p.summary() for p in self.problems]

@@ -40,7 +40,7 @@ LONGEST_FIRST = [
     "tests/spark/test_rewrite_state.py", "tests/spark/test_checkpoint_corpus.py",
     "tests/notebooks/test_notebooks_on_servers.py", "notebooks/02_estimate_state_size.ipynb",
     "notebooks/03_inspect_state.ipynb", "notebooks/13_fleet_health.ipynb",
-    "tests/spark/test_check_query_change.py",
+    "tests/spark/test_check_query_change.py", "tests/spark/test_move_checkpoint.py",
     "tests/spark/test_recover_corrupted_state_log_damage.py", "tests/spark/test_repartition_state.py",
     "tests/spark/test_monitor_state.py", "notebooks/06_monitor_state.ipynb",
     "notebooks/09_rewrite_state.ipynb", "tests/notebooks/test_notebooks.py",

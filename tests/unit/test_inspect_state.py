@@ -44,7 +44,7 @@ def _growth(**columns):
 
 
 def test_state_that_rose_then_held_level_under_a_watermark_passes_the_growth_check():
-    from state_runbooks.runbooks.inspect_state.checklist import check_growth
+    from state_runbooks.running.checklist import check_growth
 
     table = _growth(**{"0/default": [5, 10, 15, 15, 15], "1/default": [20, 40, 60, 80, 100]})
     reports = [_report(0, "watermark_key"), _report(1, "watermark_key")]

@@ -504,7 +504,13 @@ def test_12_moves_every_shape_to_a_new_place_and_spark_restarts_there(spark, cor
     _unchanged(spark, built)
 
 
-@pytest.mark.parametrize("name", SHAPES)
+# make test: a deduplication, a join on checkpoint format 2, a session window and named sources
+# (refused); the relocation above runs every core shape.
+SOURCE_MOVE_SHAPES = tiers.tiered(NAMES, {"dedup", "join_format_v2", "session_window",
+                                          "window_agg_named"})
+
+
+@pytest.mark.parametrize("name", SOURCE_MOVE_SHAPES)
 def test_12_starts_every_shape_s_source_again_keeping_the_state(spark, corpus, name, tmp_path):
     """The rate-micro-batch source started again from its first row (``start_at=earliest``) at a
     new location: the job restarts with every state file as it was and reads one batch of rows,

@@ -96,6 +96,10 @@ def test_a_file_source_swapped_for_rate_micro_batch_reads_its_first_batch(spark,
     assert summary.details["verified"] and summary.details["sources"][0]["offset"] == "-"
     assert summary.details["watermark_carried"] == Checkpoint(spark, path).watermark(2)[0]
     assert [op["rows"] > 0 for op in summary.details["state_after_first_batch"]] == [True]
+    # Undo at a new location: removed, after checking it holds this query; the original never
+    # changed.
+    back = mc.undo(ckpt, output_path=str(tmp_path / "new"), dry_run=False, force=True)
+    assert back.verified and not (tmp_path / "new").exists()
 
 
 def test_a_source_added_by_a_union_is_refused_in_one_line_and_nothing_changes(spark, tmp_path):

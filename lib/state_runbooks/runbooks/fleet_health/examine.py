@@ -23,10 +23,10 @@ from state_runbooks.common.spark_settings import (
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.state_files import SNAPSHOT_KINDS
 from state_runbooks.core.store_scan import inspect_stores
-from state_runbooks.running.results import Finding
-
 from state_runbooks.running.checklist import production_checklist
+from state_runbooks.running.results import Finding
 from state_runbooks.safety.diagnosis.diagnose import diagnose
+
 from .next_runbook import open_next
 from .roots import Folder
 from .thresholds import Thresholds

@@ -462,8 +462,8 @@ def run_demo_batches(spark, workload: str, checkpoint_path: str, batches: int,
             **provider_conf(demo_provider(workload, provider)), **WORKLOAD_CONF.get(workload, {}),
             **(extra_conf or {})}
     progress = []
-    folder = files_per_window.input_folder(checkpoint_path) if workload in FILE_WORKLOADS else ""
-    os.makedirs(folder or ".", exist_ok=True)  # a file source's folder must exist when it is read
+    folder = (files_per_window.prepared_input_folder(checkpoint_path)
+              if workload in FILE_WORKLOADS else "")
     with session_conf(spark, conf):
         df = demo_query(spark, workload, rows_per_batch, folder)
         what = f"running demo query {workload} on {checkpoint_path}"

@@ -34,6 +34,13 @@ def sidecar_of(rel: str) -> str:
     return f"{folder}/.{name}.crc" if folder else f".{name}.crc"
 
 
+def file_of_sidecar(rel: str) -> str:
+    """The file a ``.<name>.crc`` sidecar belongs to (the inverse of :func:`sidecar_of`)."""
+    folder, _, name = rel.rpartition("/")
+    plain = name[1:-4]
+    return f"{folder}/{plain}" if folder else plain
+
+
 def is_checksum_file(rel: str) -> bool:
     """Whether a path names a ``.<name>.crc`` sidecar of Hadoop's checksum layer (the names
     its listings hide)."""

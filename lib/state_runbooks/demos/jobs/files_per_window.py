@@ -45,6 +45,13 @@ def input_folder(checkpoint_path: str) -> str:
     return os.path.join(os.path.dirname(path), "input")
 
 
+def prepared_input_folder(checkpoint_path: str) -> str:
+    """:func:`input_folder`, made if absent (a file source's folder must exist when it is read)."""
+    folder = input_folder(checkpoint_path)
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def write_next_file(folder: str, rows: int = ROWS_PER_FILE) -> str:
     """The file after the ones already in ``folder``."""
     done = [n for n in os.listdir(folder) if not n.startswith((".", "_"))] \

@@ -32,6 +32,7 @@ class Moved(Outcome):
     move: str = ""
     output_path: str | None = None
     sources: list = field(default_factory=list)  # per moved source: label, before, after, start
+    stores: dict = field(default_factory=dict)  # per store: its state files, carried as they are
     copied: int = 0  # files copied to a new location, each compared by checksum
     rewritten: list = field(default_factory=list)  # the files the move wrote
     rehearsal: object = None  # the restart on a copy of the result (verify.Restart)
@@ -120,8 +121,10 @@ def move(ckpt: Checkpoint, checks: Checks, job, dry_run: bool = True, backup_dir
                     "offset": checks.starts[s.position].offset_text}
                    for s in checks.moves.moving if s.position in checks.starts] \
         if checks.moves and checks.move == "source" else []
+    out.stores = {s.label: {"files": len(ckpt.state_files(s.operator_id, s.store_name)),
+                            "carried": "byte for byte"} for s in ckpt.stores()}
     new_location = open_fs(ckpt.spark, checks.output_path).raw() if checks.output_path else None
-    if any(r.blocks for r in checks.requirements if r.name != "stopped"):
+    if not checks.movable:
         out.refused = checks.refusal()
         if checks.moves and checks.moves.named and checks.move == "source" and job is not None:
             out.lines.append(_source_evolution(ckpt, job))

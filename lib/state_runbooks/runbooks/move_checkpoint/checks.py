@@ -51,6 +51,12 @@ class Checks(RequirementList):
     def in_place(self) -> bool:
         return not self.output_path
 
+    @property
+    def movable(self) -> bool:
+        """Every requirement met but, perhaps, a stopped query (which force=True lets through):
+        the move can be planned and shown."""
+        return not any(r.blocks for r in self.requirements if r.name != "stopped")
+
 
 def _committed(ckpt: Checkpoint) -> Requirement:
     last, newest = ckpt.last_committed_batch_id, (ckpt.offset_batch_ids or [None])[-1]
@@ -125,10 +131,9 @@ def _starts(spark, moves: Moves, start_at: str) -> tuple[dict, Requirement]:
         f"source {p}: {s.says}" for p, s in starts.items()))
 
 
-def _whole(ckpt: Checkpoint) -> Requirement:
-    """The schema files operator metadata v2 names must exist where the checkpoint is: a partial
-    copy (only some folders) cannot be moved."""
-    outside = elsewhere(ckpt.fs)
+def _whole(ckpt: Checkpoint, outside: list) -> Requirement:
+    """The schema files operator metadata v2 names (``outside``: those naming another place)
+    must exist where the checkpoint is: a partial copy (only some folders) cannot be moved."""
     missing = [n.relative for n in outside if n.relative and not ckpt.fs.exists(n.relative)]
     if missing:
         return Requirement("whole", False, f"a partial copy: {missing[0]} (named by "
@@ -151,12 +156,13 @@ def check_requirements(spark, ckpt: Checkpoint, moves: Moves, move: str, start_a
         starts, start = _starts(spark, moves, start_at) if reqs[2].ok else (
             {}, Requirement("start", False, "no source moves"))
         reqs.append(start)
-    reqs.append(_whole(ckpt))
+    outside = elsewhere(ckpt.fs)
+    reqs.append(_whole(ckpt, outside))
     output, requirement = shared.output_location(ckpt, output_path, f"{move} move")
     if not output and requirement.ok:
         requirement = Requirement("output", True, "in place: backed up and journaled first, "
                                                   "the files replaced moved aside")
-    if move == "location" and not output and not elsewhere(ckpt.fs):
+    if move == "location" and not output and not outside:
         requirement = Requirement("output", False,
                                   "in place, and nothing names another location: give the new "
                                   "folder as output_path")

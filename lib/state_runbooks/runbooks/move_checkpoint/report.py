@@ -49,7 +49,7 @@ def summarize(summary, out: Outcome | None) -> None:
         "move": moved.move if moved else None,
         "output_path": (moved.output_path if moved else None),
         "sources": moved.sources if moved else [],
-        "stores": _stores(checks),
+        "stores": moved.stores if moved else {},
         # Spark's own figures after the first batch on the result (the restart on a copy).
         "state_after_first_batch": [
             {"operator": op.get("operatorName"), "rows": op.get("numRowsTotal")}
@@ -65,20 +65,6 @@ def summarize(summary, out: Outcome | None) -> None:
     summarize_change(summary, MOVE, None if undo else checks, out,
                      applied_text=(f"{moved.move} moved and verified: Spark restarted the job on "
                                    "a copy of the result" if moved else ""))
-
-
-def _stores(checks) -> dict:
-    """Per store, what the move carried: every state file as it is, so every row."""
-    if checks is None or checks.inventory is None:
-        return {}
-    files = {}
-    for rel in checks.inventory:
-        parts = rel.split("/")
-        if len(parts) >= 4 and parts[0] == "state" and parts[1].isdigit() and parts[2].isdigit():
-            store = parts[3] if len(parts) > 4 and not parts[3][0].isdigit() else "default"
-            files.setdefault(f"{parts[1]}/{store}", 0)
-            files[f"{parts[1]}/{store}"] += 1
-    return {label: {"files": n, "carried": "byte for byte"} for label, n in sorted(files.items())}
 
 
 def demo_lines(result: DemoResult) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from state_runbooks.core import offset_log
-from state_runbooks.core.fs.base import is_checksum_file, sidecar_of
+from state_runbooks.core.fs.base import file_of_sidecar, is_checksum_file, sidecar_of
 from state_runbooks.core.named_locations import metadata_v2_files, relocated
 
 from .checks import Checks
@@ -76,10 +76,4 @@ def copied_files(inventory: dict, rewrite: Rewrite) -> list[str]:
     """What a new location gets from the checkpoint as it is: every file but those the move
     replaces (sidecars follow their files)."""
     return sorted(rel for rel in inventory if not rewrite.replaces(rel)
-                  and not (is_checksum_file(rel) and rewrite.replaces(_file_of(rel))))
-
-
-def _file_of(sidecar: str) -> str:
-    folder, _, name = sidecar.rpartition("/")
-    plain = name[1:-4]
-    return f"{folder}/{plain}" if folder else plain
+                  and not (is_checksum_file(rel) and rewrite.replaces(file_of_sidecar(rel))))

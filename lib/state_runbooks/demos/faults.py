@@ -42,23 +42,9 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
                            f"{', '.join(LOG_DAMAGES)})")
     raw = ckpt.fs.raw()
     lost = open_fs(ckpt.spark, ckpt.root + ".removed-by-fault").raw()
-    ops = [op.operator_id for op in ckpt.operators()]
-    op = ops[-1] if operator_id == -1 else operator_id
-    store = ckpt.stores(op)[0].store_name
-    files = [f for f in ckpt.state_files(op, store) if f.partition_id == partition_id]
+    target = state_fault_target(ckpt, fault, operator_id, partition_id)
+    op = ckpt.operators()[-1].operator_id if operator_id == -1 else operator_id
     last = ckpt.last_committed_batch_id
-    if fault in ("truncate_latest", "garbage_latest", "delete_latest"):
-        newest = max(f.version for f in files)
-        at_newest = [f for f in files if f.version == newest]
-        target = next((f for f in at_newest if f.kind in SNAPSHOT_KINDS), at_newest[0]).path
-    elif fault == "break_middle":
-        target = _middle_file(ckpt, raw, files)
-    elif fault == "drop_partition":
-        target = store_folder(op, partition_id, DEFAULT_STORE)
-    elif fault == "drop_operator_metadata":
-        target = f"state/{op}/_metadata/metadata"
-    else:  # uncommitted_batch
-        target = f"offsets/{last}"
     data = raw.read_bytes(target) if fault in ("truncate_latest", "garbage_latest",
                                                 "break_middle") else b""
     if fault in ("truncate_latest", "break_middle"):
@@ -78,6 +64,29 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
             raw.move_to(sidecar_of(f"commits/{last}"), lost, sidecar_of(f"commits/{last}"))
     ckpt.refresh()
     return target
+
+
+def state_fault_target(ckpt: Checkpoint, fault: str, operator_id: int = -1,
+                       partition_id: int = 0) -> str:
+    """The path a state fault breaks (relative to the checkpoint root), found read-only: the
+    newest snapshot (else the newest file) of one partition, a middle file, a partition's folder,
+    an operator's metadata, or the last batch's offsets entry."""
+    raw = ckpt.fs.raw()
+    ops = [op.operator_id for op in ckpt.operators()]
+    op = ops[-1] if operator_id == -1 else operator_id
+    store = ckpt.stores(op)[0].store_name
+    files = [f for f in ckpt.state_files(op, store) if f.partition_id == partition_id]
+    if fault in ("truncate_latest", "garbage_latest", "delete_latest"):
+        newest = max(f.version for f in files)
+        at_newest = [f for f in files if f.version == newest]
+        return next((f for f in at_newest if f.kind in SNAPSHOT_KINDS), at_newest[0]).path
+    if fault == "break_middle":
+        return _middle_file(ckpt, raw, files)
+    if fault == "drop_partition":
+        return store_folder(op, partition_id, DEFAULT_STORE)
+    if fault == "drop_operator_metadata":
+        return f"state/{op}/_metadata/metadata"
+    return f"offsets/{ckpt.last_committed_batch_id}"  # uncommitted_batch
 
 
 def log_fault_target(ckpt: Checkpoint, kind: str) -> str:

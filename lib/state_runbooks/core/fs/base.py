@@ -7,7 +7,9 @@ FileSystem API in a classic session's JVM) and :class:`~state_runbooks.core.fs.c
 """
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -26,6 +28,23 @@ class FileEntry:
     is_dir: bool
     size: int
     modified_ms: int
+
+
+def local_file_sha256(path: str) -> str:
+    """SHA-256 of a file on this machine's disk, read in chunks by the operating system."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as reader:
+        for chunk in iter(lambda: reader.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def local_tree_checksums(folder: str) -> dict[str, str]:
+    """SHA-256 of every file below a folder of this machine's disk (sidecars included), by path
+    from it: what :meth:`TreeOperations.tree_checksums` gives, without a Spark session."""
+    return {os.path.relpath(os.path.join(parent, name), folder).replace(os.sep, "/"):
+            local_file_sha256(os.path.join(parent, name))
+            for parent, _dirs, names in os.walk(folder) for name in names}
 
 
 def sidecar_of(rel: str) -> str:

@@ -18,7 +18,13 @@ from state_runbooks.common.errors import RunbookError, first_line, root_cause
 from state_runbooks.common.locations import refuse_own_folder
 
 from ..spark_internals import hadoop_configuration, jvm, jvm_member
-from .base import FileEntry, TreeOperations, is_checksum_file, sidecar_of  # noqa: F401
+from .base import (  # noqa: F401
+    FileEntry,
+    TreeOperations,
+    is_checksum_file,
+    local_file_sha256,
+    sidecar_of,
+)
 from .causes import is_permission_error, missing_connector, permission_message
 
 # Hadoop 3's FileStatus.toString(): "<class>{path=<uri>; isDirectory=<bool>[; length=<n>; ...];
@@ -150,11 +156,7 @@ class HadoopFS(TreeOperations):
         (commons-codec, shipped with Spark), so that the bytes never cross to Python."""
         local = self._local_folder()
         if local is not None:
-            digest = hashlib.sha256()
-            with open(os.path.join(local, rel), "rb") as reader:
-                for chunk in iter(lambda: reader.read(1 << 20), b""):
-                    digest.update(chunk)
-            return digest.hexdigest()
+            return local_file_sha256(os.path.join(local, rel))
         sha256_hex = jvm_member(self._java, "org.apache.commons.codec.digest.DigestUtils.sha256Hex")
         stream = self._fs.open(self._path(rel))
         try:

@@ -14,14 +14,14 @@ from state_runbooks.common.spark_settings import (
     SHUFFLE_PARTITIONS_CONF,
 )
 from state_runbooks.core.checkpoint import Checkpoint
-from state_runbooks.core.fs import tree_checksums
+from state_runbooks.core.fs.base import local_tree_checksums
 from state_runbooks.demos.checkpoints import (
     DEMO_START_MS,
     new_demo_folder,
     provider_conf,
     run_demo_batches,
 )
-from state_runbooks.demos.faults import inject_fault
+from state_runbooks.demos.faults import state_fault_target
 from state_runbooks.demos.local_writes import local_write_conf
 from state_runbooks.session.spark_session import session_conf
 
@@ -87,6 +87,15 @@ def _skewed(spark, path: str, batches: int, partitions: int) -> None:
              .awaitTermination())
 
 
+def _cut_newest_snapshot_in_half(spark, path: str) -> None:
+    """The damaged checkpoint's fault, made on this machine's disk as the rest of the fleet is
+    (a demo folder is local), so that a Spark Connect client, which cannot write files outside
+    Databricks, builds the same fleet."""
+    target = os.path.join(path, state_fault_target(Checkpoint(spark, path), "truncate_latest"))
+    with open(target, "r+b") as state_file:
+        state_file.truncate(os.path.getsize(target) // 2)
+
+
 def _age(path: str, days: float) -> None:
     stamp = time.time() - days * 86_400
     for folder, _dirs, names in os.walk(path):
@@ -109,9 +118,7 @@ def build_demo_fleet(spark, batches: int = DEMO["batches"],
         else:
             run_demo_batches(spark, workload, where, batches, provider, rows_per_batch,
                              partitions, local_write_conf(spark, where))
-    inject_fault(Checkpoint(spark, os.path.join(root, PLANTED["damaged"][0])), "truncate_latest")
-    shutil.rmtree(os.path.join(root, PLANTED["damaged"][0]) + ".removed-by-fault",
-                  ignore_errors=True)
+    _cut_newest_snapshot_in_half(spark, os.path.join(root, PLANTED["damaged"][0]))
     _age(root, STOPPED_HOURS / 24)  # the demo's queries stopped a while ago
     _age(os.path.join(root, PLANTED["stalled"][0]), STALLED_DAYS)
     os.makedirs(os.path.join(root, NEVER_RAN))
@@ -126,7 +133,7 @@ def build_demo_fleet(spark, batches: int = DEMO["batches"],
     growing = os.path.join(root, PLANTED["growing"][0])
     run_demo_batches(spark, "dedup", growing, 2, "hdfs", rows_per_batch, partitions,
                      local_write_conf(spark, growing))
-    return DemoFleet(folder, root, history, first, tree_checksums(spark, root),
+    return DemoFleet(folder, root, history, first, local_tree_checksums(root),
                      first.by_path(PLANTED["growing"][0]).figures.get("rows"))
 
 
@@ -139,7 +146,7 @@ def start_demo(rb) -> DemoFleet:
 def run_demo(rb, second: FleetRun) -> DemoResult:
     """What only the demo checks: nothing under the root changed during the second run."""
     demo = rb.demo_prepared
-    now = tree_checksums(rb.spark, demo.root)
+    now = local_tree_checksums(demo.root)
     return DemoResult(demo.first, second, DEMO["parallelism"],
                       (demo.growing_rows, second.by_path(PLANTED["growing"][0])
                        .figures.get("rows")), len(now), now == demo.checksums)

@@ -60,8 +60,9 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def spark():
-    return get_spark()
+def spark(tmp_path_factory):
+    # A catalog's tables go to a folder of the run's own, not spark-warehouse/ in the checkout.
+    return get_spark(conf={"spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("warehouse"))})
 
 
 @pytest.fixture(scope="session")

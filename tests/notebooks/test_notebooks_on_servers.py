@@ -190,6 +190,19 @@ def test_move_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_
 
 @pytest.mark.slow
 @pytest.mark.notebook
+@tiers.EXTENDED  # make test runs 03's and 12's on the cluster; the fleet's reads are theirs
+def test_fleet_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
+                                                                      run_notebook):
+    """13's demo examines its dozen checkpoints on the cluster, up to four at once: the driver
+    lists and reads the logs, the cluster's executors load each newest state and count its
+    rows, and every checkpoint gets the status it gets in local mode."""
+    name = "13_fleet_health"
+    result = run_notebook(name, spark_master=standalone_cluster.url)
+    assert differences_from_golden(result.notebook, name) == []
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
 def test_inspect_scheduled_on_a_standalone_cluster_gives_the_local_figures(
         spark, demo_factory, standalone_cluster, run_notebook, tmp_path):
     """03 as a platform team schedules it (the schedule file's parameters, fail_on warning, a

@@ -21,6 +21,7 @@ from state_runbooks.demos.checkpoints import demo_query, run_demo_batches
 from state_runbooks.runbooks import fleet_health as fh
 from state_runbooks.runbooks import inspect_state
 from state_runbooks.runbooks import recover_corrupted_state as recovery
+from state_runbooks.runbooks.fleet_health.history import SCHEMA
 
 HEALTHY = {"orders/dedup": ("dedup", "hdfs"), "orders/windows": ("window_agg", "rocksdb"),
            "payments/join": ("join", "rocksdb_changelog"),
@@ -104,6 +105,31 @@ def test_the_history_read_back_across_two_runs_gives_the_growth(spark, root, dem
     assert "state_growing" in {f.code for f in growing.findings}
     assert growing.worst.details["open"]["runbook"] == "02_estimate_state_size"
     assert second.by_path("windows").figures["growth_per_day"] == 0
+
+
+def test_the_history_in_a_catalog_table_is_appended_once_a_run_and_read_back(spark, root,
+                                                                             demo_factory,
+                                                                             tmp_path):
+    """``history_path`` a table name (no scheme, no slash): each run appends one row per
+    checkpoint to the catalog's table and the next run reads them back. The table is made at a
+    folder of the test's own (the default catalog would write its warehouse into the folder
+    the test runs from)."""
+    fleet, table = root / "in_a_table", f"fleet_history_{os.getpid()}"
+    shutil.copytree(demo_factory("dedup", "hdfs").checkpoint_path.removeprefix("file:"),
+                    fleet / "dedup")
+    age(fleet)
+    spark.sql(f"CREATE TABLE {table} ({SCHEMA}) USING parquet LOCATION '{tmp_path / table}'")
+    try:
+        first = fh.run_fleet(spark, str(fleet), history_path=table, state_rows="metadata")
+        second = fh.run_fleet(spark, str(fleet), history_path=table, state_rows="metadata")
+        assert (first.history_format, first.appended, first.history) == ("table", 1, [])
+        assert [r["run_ms"] for r in second.history] == [first.run_ms]
+        assert spark.table(table).count() == 2
+        dedup = second.by_path("dedup")
+        assert (dedup.figures["previous_rows"], dedup.figures["growth_per_day"]) == (
+            first.by_path("dedup").figures["rows"], 0)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
 
 
 @pytest.mark.parametrize("where,message", [

@@ -184,3 +184,82 @@ def state_history(rows, memory, commit_share, late_rows, title: str = "State ove
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
+
+
+ROLE_COLOURS = {"metadata": "#8172B2", "offsets": "#4C72B0", "commits": "#55A868",
+                "sources": "#CCB974", "state": "#C44E52", "other": "#777777"}
+
+
+def checkpoint_folder(outline, title: str = "The checkpoint on disk"):
+    """The checkpoint's folders as a tree (``core.outline.folder_outline``), each top entry in
+    its own colour, each line saying what it holds."""
+    import matplotlib.pyplot as plt
+
+    from state_runbooks.core.outline import description
+
+    step, height = 0.32, 0.3
+    fig, ax = plt.subplots(figsize=(9.5, 0.5 + height * len(outline)))
+    parents: dict[int, int] = {}
+    for i, line in enumerate(outline):
+        y, x = -i, line.depth * step
+        if line.depth and line.depth - 1 in parents:  # the elbow from its folder
+            top = -parents[line.depth - 1]
+            ax.plot([x - step + 0.08, x - step + 0.08, x - 0.04], [top - 0.35, y, y],
+                    color="#BBBBBB", linewidth=1)
+        parents[line.depth] = i
+        colour = ROLE_COLOURS.get(line.role, ROLE_COLOURS["other"])
+        ax.text(x, y, line.name, color=colour, fontsize=9, family="monospace", va="center",
+                weight="bold" if line.name.endswith("/") else "normal")
+        if description(line):
+            ax.text(x + 0.09 * len(line.name) + 0.15, y, description(line), color="#555555",
+                    fontsize=8, va="center")
+    ax.set_xlim(-0.1, 10)
+    ax.set_ylim(-len(outline) + 0.4, 0.6)
+    ax.axis("off")
+    ax.set_title(title, fontsize=10, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+def batch_timeline(points, title: str = "Each batch: its logs, its state version, its "
+                                        "watermarks"):
+    """Per batch: the offsets entry written before it runs, the commit after, the state version
+    it wrote; below, the watermark it applied and the one its commit recorded for the next
+    (``core.outline.batch_timeline``), in seconds of event time after the first."""
+    import matplotlib.pyplot as plt
+
+    batches = [p.batch_id for p in points]
+    fig, (lanes, marks) = plt.subplots(2, 1, figsize=(8.5, 4.6), sharex=True,
+                                       gridspec_kw={"height_ratios": [1.1, 1]})
+    rows = (("offsets/<batch>", [True] * len(points), ROLE_COLOURS["offsets"]),
+            ("commits/<batch>", [p.committed for p in points], ROLE_COLOURS["commits"]),
+            ("state version", [p.state_version is not None for p in points],
+             ROLE_COLOURS["state"]))
+    for y, (label, present, colour) in enumerate(reversed(rows)):
+        xs = [b for b, ok in zip(batches, present) if ok]
+        lanes.scatter(xs, [y] * len(xs), color=colour, s=60, marker="s", zorder=3)
+        if label == "state version":
+            for p in points:
+                if p.state_version is not None:
+                    lanes.annotate(str(p.state_version), (p.batch_id, y), textcoords="offset "
+                                   "points", xytext=(0, 7), ha="center", fontsize=7)
+    lanes.set_yticks(range(len(rows)), [label for label, *_ in reversed(rows)], fontsize=8)
+    lanes.set_ylim(-0.6, len(rows) - 0.4)
+    lanes.grid(axis="x", color="#EEEEEE")
+    first = next((w for p in points for w in (p.watermark_applied_ms, p.watermark_next_ms)
+                  if w), 0)
+
+    def seconds(ms):
+        return None if not ms else (ms - first) / 1000
+    applied = [seconds(p.watermark_applied_ms) for p in points]
+    recorded = [seconds(p.watermark_next_ms) for p in points]
+    marks.plot(batches, applied, "-s", color=ROLE_COLOURS["offsets"], markersize=5,
+               label="applied (offsets)")
+    marks.plot(batches, recorded, "o", color=ROLE_COLOURS["commits"],
+               label="for the next batch (commits)")
+    marks.set_ylabel("watermark, s of event\ntime after the first", fontsize=8)
+    _batch_axis(marks)
+    _legend_outside(marks)
+    lanes.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig

@@ -6,6 +6,9 @@ join side's store, a state variable of transformWithState or its registered time
 each unit (:class:`StoreReport`, :func:`inspect_stores`) is the core's
 (``state_runbooks.core.store_scan``), shared with 02 estimate state size.
 
+Step 0's outline of the checkpoint (its folders, its batches) is the core's
+(``state_runbooks.core.outline``): every runbook's checkpoint is laid out alike.
+
 One module per concern:
 
 - :mod:`state_runbooks.running.checklist` (shared with 13 fleet health, so below the
@@ -19,6 +22,13 @@ One module per concern:
 The names the notebook and its callers use are importable from here.
 """
 from state_runbooks.core.growth import growth, method_lines
+from state_runbooks.core.outline import (
+    batch_timeline,
+    folder_outline,
+    outline_lines,
+    timeline_lines,
+    timeline_table,
+)
 from state_runbooks.core.state_limits import HDFS_STATE_ROWS
 from state_runbooks.core.store_scan import (
     MULTI_ROW_STORE_SUFFIX,
@@ -56,6 +66,7 @@ from .report import (
 )
 
 __all__ = [
+    "batch_timeline", "folder_outline", "outline_lines", "timeline_lines", "timeline_table",
     "try_it", "DEMO", "DemoResult", "run_demo", "growth", "method_lines",
     "HDFS_STATE_ROWS", "MULTI_ROW_STORE_SUFFIX", "SKEW_MIN_ROWS_PER_PARTITION",
     "SKEW_WARNING_RATIO", "StoreReport", "event_time_column", "inspect_store", "inspect_stores",

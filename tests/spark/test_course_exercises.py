@@ -54,10 +54,11 @@ def test_00_rows_at_an_earlier_batch(spark, demo_factory):
     told_apart(exercise)
 
 
-def test_01_the_provider_a_restart_runs(spark, tmp_path):
-    demo = er.demonstrate_pinned_provider(spark, str(tmp_path), provider_classes().rocksdb)
-    exercise = er.try_it(demo)
-    assert exercise.answer == "hdfs"
+def test_01_the_provider_a_restart_of_a_rocksdb_checkpoint_runs(spark, tmp_path):
+    verification = er.verify_rocksdb(spark, str(tmp_path), er.plan(spark, "oss"))
+    exercise = er.try_it(verification)
+    assert verification.pinned_provider_class == provider_classes().rocksdb
+    assert exercise.answer == "rocksdb"
     told_apart(exercise)
 
 

@@ -95,12 +95,12 @@ def test_05_a_rollback_further_back(spark, demo_factory, tmp_path):
     told_apart(exercise)
 
 
-def test_07_another_partition_count(spark, demo_factory):
+def test_07_the_rows_on_another_partition_count(spark, demo_factory):
     ckpt = Checkpoint(spark, demo_factory("window_agg", "rocksdb", batches=3, rows_per_batch=10,
                                           partitions=2).checkpoint_path)
     exercise = rp.try_it(ckpt, ckpt.last_committed_batch_id, 2)
     scan = scan_state(ckpt, ckpt.last_committed_batch_id, 2, 3)[0]
-    assert exercise.answer == scan.after[0] and sum(scan.after) == scan.rows
+    assert exercise.answer == sum(scan.after) == scan.rows > 0
     told_apart(exercise)
 
 

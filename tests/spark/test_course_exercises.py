@@ -128,12 +128,16 @@ def test_10_the_migration_without_its_fill(spark, demo_factory):
     told_apart(exercise)
 
 
-def test_11_when_the_first_window_leaves(spark, demo_factory):
+def test_11_the_first_window_traced_from_the_batch_that_evicted_it(spark, demo_factory):
     d = tk.DEMO
     ckpt = Checkpoint(spark, demo_factory(d["workload"], d["provider"], d["batches"],
                                           d["rows_per_batch"], d["partitions"]).checkpoint_path)
-    exercise = tk.try_it(trace_demo_keys(ckpt).evicted)
-    assert exercise.answer == 7
+    evicted = trace_demo_keys(ckpt).evicted
+    assert evicted.status.evicted_at_batch == 7
+    exercise = tk.try_it(ckpt, evicted, -1)
+    assert exercise.question.startswith("With from_batch=7 instead of -1, ")
+    assert exercise.answer == "never_seen"
+    assert "never in the state of batches 7..7" in exercise.why
     told_apart(exercise)
 
 

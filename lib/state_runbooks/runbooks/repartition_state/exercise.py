@@ -10,11 +10,12 @@ NUM_PARTITIONS = 3
 
 
 def try_it(ckpt: Checkpoint, batch_id: int, num_partitions: int) -> Exercise:
-    """The rows partition 0 of the first store would hold on 3 partitions (Spark's placement)."""
+    """The rows the first store would hold in all on 3 partitions (Spark's placement, summed)."""
     scan = scan_state(ckpt, batch_id, num_partitions, NUM_PARTITIONS)[0]
     after = scan.after or []
-    return Exercise(f"With num_partitions={NUM_PARTITIONS}, how many rows of {scan.label} would "
-                    "partition 0 hold after the repartition?", after[0] if after else 0,
-                    f"Spark places a row by the hash of its key modulo {NUM_PARTITIONS}: "
-                    f"{', '.join(map(str, after))} rows in partitions 0..{NUM_PARTITIONS - 1} of "
-                    f"{scan.rows}")
+    return Exercise(f"With num_partitions={NUM_PARTITIONS}, how many rows in all would "
+                    f"{scan.label} hold after the repartition, over its {NUM_PARTITIONS} "
+                    "partitions?", sum(after),
+                    f"the repartition moves each row to the partition pmod(hash(key), "
+                    f"{NUM_PARTITIONS}) gives and drops none: {', '.join(map(str, after))} rows "
+                    f"in partitions 0..{NUM_PARTITIONS - 1}, the {scan.rows} of today")

@@ -1,29 +1,20 @@
-"""Try it yourself: when the first window leaves the state."""
+"""Try it yourself: the verdict on the first window, traced from a later batch."""
 from __future__ import annotations
 
-from state_runbooks.common.formatting import format_utc
-from state_runbooks.demos.checkpoints import DEMO_START_MS
-from state_runbooks.running.exercise import Exercise
+from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.running.exercise import Exercise, with_change
 
-from .demo import WINDOW_MS, first_window_ms
-from .trace import Trace
-
-
-def first_window_words() -> str:
-    """Where the demo's first window lies, and why it starts before the first event: Spark aligns
-    tumbling windows to the epoch, not to the first event."""
-    start, size = first_window_ms(), WINDOW_MS / 1000
-    return (f"Spark starts {size:g}-second windows at whole multiples of {size:g} s since the "
-            f"epoch (1970-01-01 00:00:00 UTC), not at the first event, so user-0's first window "
-            f"is [{format_utc(start)}, {format_utc(start + WINDOW_MS)}): it opened "
-            f"{(DEMO_START_MS - start) / 1000:g} s before the first event "
-            f"({format_utc(DEMO_START_MS)}) and ends {(start + WINDOW_MS - DEMO_START_MS) / 1000:g}"
-            " s after it")
+from .trace import Trace, trace_key
+from .verdict import STATUSES
 
 
-def try_it(evicted: Trace) -> Exercise:
-    """The first batch whose state no longer holds the demo's first window."""
-    status = evicted.status
-    return Exercise(f"{first_window_words()}. The watermark trails the newest event by 5 s, one "
-                    "batch behind. At which batch does the state no longer hold it?",
-                    status.evicted_at_batch, status.line.split(": ", 1)[1])
+def try_it(ckpt: Checkpoint, evicted: Trace, from_batch: int) -> Exercise:
+    """The verdict on the demo's first window traced from the batch that evicted it: the state of
+    no batch of that range holds it."""
+    start = evicted.status.evicted_at_batch
+    status = trace_key(ckpt, evicted.key_where, from_batch=start).status
+    change = with_change("from_batch", start, from_batch)
+    return Exercise(f"{change} what would step 3's verdict on user-0's first window be "
+                    f"({', '.join(STATUSES)})?", status.status,
+                    f"a trace judges only its range, and batch {start}'s state no longer holds "
+                    f"the window: {status.line}")

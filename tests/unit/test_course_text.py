@@ -105,6 +105,16 @@ def test_03s_checklist_says_level_of_the_stores_its_growth_table_shows_level():
             assert f"{store} only grew" not in checklist
 
 
+def test_11s_closing_bullets_place_the_first_window_where_sparks_state_holds_it():
+    """The window starts before the first event because Spark aligns windows to the epoch: the
+    bounds the closing bullets give are those of the key Spark's reader read at batch 0."""
+    text = outputs(REPO / "notebooks" / "11_trace_key.ipynb")
+    start, end = re.search(r"batch 0: \{window: \{start: ([\d: -]+), end: ([\d: -]+)\}, "
+                           r"user_id: user-0\}", text).groups()
+    assert f"user-0's first window is [{start} UTC, {end} UTC)" in text
+    assert "at whole multiples of 3 s since the epoch" in text
+
+
 def test_06s_batches_and_late_rows_are_those_of_its_run():
     path = REPO / "notebooks" / "06_monitor_state.ipynb"
     from state_runbooks.demos.event_logs import DEMO_BATCHES

@@ -58,3 +58,16 @@ def test_an_empty_condition_gets_one_line():
     with pytest.raises(RunbookError) as excinfo:
         fixed_columns("  ")
     assert "key_where is empty" in one_line(excinfo)
+
+
+def test_the_demo_says_why_the_first_window_starts_before_the_first_event():
+    """Spark aligns tumbling windows to the epoch: the first window holds the first event, starts
+    at a multiple of its length and so before that event."""
+    from state_runbooks.demos.checkpoints import DEMO_START_MS
+    from state_runbooks.runbooks.trace_key.demo import WINDOW_MS, first_window_ms, first_window_words
+
+    start = first_window_ms()
+    assert start % WINDOW_MS == 0 and start <= DEMO_START_MS < start + WINDOW_MS
+    words = first_window_words()
+    assert "user-0's first window is [2023-11-14 22:13:18 UTC, 2023-11-14 22:13:21 UTC)" in words
+    assert "opened 2 s before the first event (2023-11-14 22:13:20 UTC) and ends 1 s after" in words

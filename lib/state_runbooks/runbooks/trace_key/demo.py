@@ -26,6 +26,18 @@ def first_window_ms() -> int:
     return DEMO_START_MS - DEMO_START_MS % WINDOW_MS
 
 
+def first_window_words() -> str:
+    """Where the demo's first window lies, and why it starts before the first event: Spark aligns
+    tumbling windows to the epoch, not to the first event."""
+    start, size = first_window_ms(), WINDOW_MS / 1000
+    return (f"Spark starts {size:g}-second windows at whole multiples of {size:g} s since the "
+            f"epoch (1970-01-01 00:00:00 UTC), not at the first event, so user-0's first window "
+            f"is [{format_utc(start)}, {format_utc(start + WINDOW_MS)}): it opened "
+            f"{(DEMO_START_MS - start) / 1000:g} s before the first event "
+            f"({format_utc(DEMO_START_MS)}) and ends {(start + WINDOW_MS - DEMO_START_MS) / 1000:g}"
+            " s after it")
+
+
 # The demo's keys: its first window (evicted), its last (open), a user it never saw.
 EVICTED = window_key("user-0", first_window_ms())
 NEVER_SEEN = window_key("user-9", first_window_ms())

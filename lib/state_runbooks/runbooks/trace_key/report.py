@@ -2,7 +2,7 @@
 keys, and what the demo showed."""
 from __future__ import annotations
 
-from .demo import DemoTraces
+from .demo import DemoTraces, first_window_words
 from .history import UnitTrace
 from .trace import Trace
 from .verdict import unit_status
@@ -78,6 +78,7 @@ def what_this_showed(result: DemoTraces) -> list[str]:
         f"a key of a live window is present ({p.line.split(': ', 1)[1]})",
         f"an early window is gone: {e.line.split(': ', 1)[1]}, as Spark's reader shows at every "
         "batch",
+        f"{first_window_words()}",
         f"a key that never arrived is never seen, and the trace says so from "
         f"{never.partitions_read} partition, the one Spark's rule gives"
         if never.partitions_read == 1 else

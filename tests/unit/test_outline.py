@@ -20,18 +20,18 @@ def test_the_folders_in_the_order_a_batch_writes_them_one_partition_shown_the_re
         "offsets/  (4 files; one entry per batch, written before it runs: what it reads, the "
         "watermark it applies, the settings it pins)",
         "    0..3",
-        "commits/  (4 files; one entry per batch, written after it ran: the watermark for the "
-        "next)",
-        "    0..3",
         "state/  (16 files; per operator, per partition: the state store's versions)",
-        "    0/  (16 files)",
-        "        0/  (5 files)",
-        "            _metadata/  (1 file)",
+        "    0/  (operator 0: 16 files)",
+        "        0/  (partition 0: 5 files)",
+        "            _metadata/  (the store's key and value schemas: 1 file)",
         "                schema",
         "            1..4 .delta",
-        "        _metadata/  (1 file)",
+        "        _metadata/  (the operator's metadata: 1 file)",
         "            metadata",
-        "        1..2/  (2 more partitions laid out alike, 10 files)"]
+        "        1..2/  (partitions 1..2: each 1..4 .delta and _metadata/; 10 files)",
+        "commits/  (4 files; one entry per batch, written after it ran: the watermark for the "
+        "next)",
+        "    0..3"]
 
 
 def test_the_timeline_says_which_version_each_batch_wrote_and_whose_watermark_it_applied():
@@ -42,7 +42,7 @@ def test_the_timeline_says_which_version_each_batch_wrote_and_whose_watermark_it
         (0, True, 1, 0), (1, True, 2, 1000), (2, True, 3, 2000)]
     # These offsets entries apply 0 each: not what the commits before recorded, and said so.
     assert outline.timeline_lines(points) == [
-        "every batch 0..2 wrote state version batch id + 1",
+        "every batch N of 0..2 wrote state version N+1",
         "not every batch 1..2 applied the watermark the batch before recorded in its commit "
         "(not 2)",
         "batch 0 applied none: no commit before it recorded one"]

@@ -12,12 +12,14 @@ from .checkpoint import Checkpoint
 from .fs.base import is_checksum_file
 
 # What each top-level entry is, as the outline names it.
+# In the order a query writes them: the metadata at its first start, then per batch its offsets
+# entry, its sources' logs, its state versions and last its commit.
 ROLES = {"metadata": "the query's id, written at its first start",
          "offsets": "one entry per batch, written before it runs: what it reads, the watermark "
                     "it applies, the settings it pins",
-         "commits": "one entry per batch, written after it ran: the watermark for the next",
          "sources": "each source's own log (a file source: the files it read)",
-         "state": "per operator, per partition: the state store's versions"}
+         "state": "per operator, per partition: the state store's versions",
+         "commits": "one entry per batch, written after it ran: the watermark for the next"}
 SHOWN_PARTITIONS = 1  # partitions of each operator drawn file by file; the rest in one line
 
 
@@ -64,7 +66,7 @@ def folder_outline(ckpt: Checkpoint) -> list[OutlineLine]:
         folders = sorted((n for n, child in node.items() if child is not None),
                          key=lambda n: (not n[:-1].isdigit(), int(n[:-1]) if n[:-1].isdigit()
                                         else 0, n))
-        if not depth:  # the top in the order a batch writes it
+        if not depth:  # the top in the order a query writes it (ROLES)
             order = list(ROLES)
             folders.sort(key=lambda n: order.index(n[:-1]) if n[:-1] in order else len(order))
         partitions = [n for n in folders if n[:-1].isdigit()] if path.count("/") == 2 \
@@ -74,15 +76,19 @@ def folder_outline(ckpt: Checkpoint) -> list[OutlineLine]:
                 continue
             child_role = role or (name[:-1] if name[:-1] in ROLES else "other")
             child = node[name]
-            out.append(OutlineLine(depth, name, _count(child), child_role))
+            out.append(OutlineLine(depth, name, _label(path, name, child), child_role))
             visit(child, depth + 1, child_role, path + name)
         rest = partitions[SHOWN_PARTITIONS:]
         if rest:
             held = sum(_files_below(node[n]) for n in rest)
             ids = id_ranges([int(n[:-1]) for n in rest])
-            out.append(OutlineLine(depth, f"{ids}/", f"{len(rest)} more partition"
-                                   f"{'s' if len(rest) > 1 else ''} laid out alike, {held} files",
-                                   role))
+            names = {" and ".join(x for x in [_names([f for f, c in node[n].items()
+                                                      if c is None])]
+                                  + sorted(f for f, c in node[n].items() if c is not None) if x)
+                     for n in rest}
+            what = f"each {names.pop()}" if len(names) == 1 else "their own versions"
+            out.append(OutlineLine(depth, f"{ids}/", f"partition{'s' if len(rest) > 1 else ''} "
+                                   f"{ids}: {what}; {held} files", role))
         if files and depth:
             out.append(OutlineLine(depth, _names(files), "", role))
         elif files:
@@ -100,6 +106,18 @@ def _files_below(node: dict) -> int:
 def _count(node: dict) -> str:
     n = _files_below(node)
     return f"{n} file{'s' if n != 1 else ''}"
+
+
+def _label(path: str, name: str, node: dict) -> str:
+    """A folder's file count, and under ``state/`` what its number is."""
+    if path == "state/" and name[:-1].isdigit():
+        return f"operator {name[:-1]}: {_count(node)}"
+    if path.startswith("state/") and path.count("/") == 2 and name[:-1].isdigit():
+        return f"partition {name[:-1]}: {_count(node)}"
+    if path.startswith("state/") and name == "_metadata/":
+        return (f"the operator's metadata: {_count(node)}" if path.count("/") == 2 else
+                f"the store's key and value schemas: {_count(node)}")
+    return _count(node)
 
 
 def description(line: OutlineLine) -> str:
@@ -169,9 +187,9 @@ def timeline_lines(points: list[BatchPoint]) -> list[str]:
     wrote = [p for p in points if p.state_version is not None]
     if wrote:
         same = all(p.state_version == p.batch_id + 1 for p in wrote)
-        out.append(f"{'every' if same else 'not every'} batch {id_ranges([p.batch_id for p in wrote])} "
-                   "wrote state version batch id + 1" + ("" if same else
-                                                        ": see the table"))
+        out.append(f"{'every' if same else 'not every'} batch N of "
+                   f"{id_ranges([p.batch_id for p in wrote])} wrote state version N+1"
+                   + ("" if same else ": see the table"))
     handed = [b.batch_id for a, b in zip(points, points[1:]) if a.watermark_next_ms is not None]
     broken = watermark_handover(points)
     if handed:

@@ -231,14 +231,15 @@ def batch_timeline(points, title: str = "Each batch: its logs, its state version
     batches = [p.batch_id for p in points]
     fig, (lanes, marks) = plt.subplots(2, 1, figsize=(8.5, 4.6), sharex=True,
                                        gridspec_kw={"height_ratios": [1.1, 1]})
-    rows = (("offsets/<batch>", [True] * len(points), ROLE_COLOURS["offsets"]),
-            ("commits/<batch>", [p.committed for p in points], ROLE_COLOURS["commits"]),
-            ("state version", [p.state_version is not None for p in points],
-             ROLE_COLOURS["state"]))
+    # Top to bottom in the order a batch writes them.
+    rows = (("1. offsets/<batch>", [True] * len(points), ROLE_COLOURS["offsets"]),
+            ("2. state version", [p.state_version is not None for p in points],
+             ROLE_COLOURS["state"]),
+            ("3. commits/<batch>", [p.committed for p in points], ROLE_COLOURS["commits"]))
     for y, (label, present, colour) in enumerate(reversed(rows)):
         xs = [b for b, ok in zip(batches, present) if ok]
         lanes.scatter(xs, [y] * len(xs), color=colour, s=60, marker="s", zorder=3)
-        if label == "state version":
+        if label.endswith("state version"):
             for p in points:
                 if p.state_version is not None:
                     lanes.annotate(str(p.state_version), (p.batch_id, y), textcoords="offset "
@@ -257,7 +258,7 @@ def batch_timeline(points, title: str = "Each batch: its logs, its state version
                label="applied (offsets)")
     marks.plot(batches, recorded, "o", color=ROLE_COLOURS["commits"],
                label="for the next batch (commits)")
-    marks.set_ylabel("watermark, s of event\ntime after the first", fontsize=8)
+    marks.set_ylabel("watermark: s of event time\nafter the first recorded", fontsize=8)
     _batch_axis(marks)
     _legend_outside(marks)
     lanes.set_title(title, fontsize=10)

@@ -23,7 +23,8 @@ def try_it(diagnosis: Diagnosis, rows_per_batch: int) -> Exercise:
     verdict = wider.verdicts([key])[0]
     change = with_change("lower_bound_seconds", WIDER_LOWER_BOUND_SECONDS,
                          diagnosis.spec.lower_bound_seconds)
-    return Exercise(f"{change} which category does {key} get (its payment is dated "
+    return Exercise(f"{change} the bound this diagnosis is given (the query and its state "
+                    f"unchanged), which category does {key} get (its payment is dated "
                     f"{JOIN_PAYMENT_LATE_SECONDS} s after the order; one of "
                     f"{', '.join(CATEGORIES)})?", verdict.category,
                     wider.explain(verdict).removeprefix(f"{key}: {verdict.category}. "))

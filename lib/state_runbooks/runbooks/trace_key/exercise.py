@@ -14,7 +14,8 @@ def try_it(ckpt: Checkpoint, evicted: Trace, from_batch: int) -> Exercise:
     start = evicted.status.evicted_at_batch
     status = trace_key(ckpt, evicted.key_where, from_batch=start).status
     change = with_change("from_batch", start, from_batch)
-    return Exercise(f"{change} what would step 3's verdict on user-0's first window be "
-                    f"({', '.join(STATUSES)})?", status.status,
+    return Exercise(f"{change} the trace reads only the state batch {start} committed (after "
+                    f"it ran), and a status judges only the batches it reads. Which status would "
+                    f"step 3 give user-0's first window ({', '.join(STATUSES)})?", status.status,
                     f"a trace judges only its range, and batch {start}'s state no longer holds "
                     f"the window: {status.line}")

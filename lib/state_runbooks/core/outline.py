@@ -48,8 +48,8 @@ def _names(files: list[str]) -> str:
 
 def folder_outline(ckpt: Checkpoint) -> list[OutlineLine]:
     """Every folder of the checkpoint with the files it holds, in one walk (Hadoop's ``.crc``
-    sidecars left out). Each operator's first partition is shown file by
-    file; its other partitions, laid out alike, in one line."""
+    sidecars left out). Each operator's first partition is shown file by file; its other
+    partitions in one line, with what each holds when they hold alike."""
     tree: dict = {}
     for rel in ckpt.fs.walk(""):
         if is_checksum_file(rel):
@@ -82,10 +82,7 @@ def folder_outline(ckpt: Checkpoint) -> list[OutlineLine]:
         if rest:
             held = sum(_files_below(node[n]) for n in rest)
             ids = id_ranges([int(n[:-1]) for n in rest])
-            names = {" and ".join(x for x in [_names([f for f, c in node[n].items()
-                                                      if c is None])]
-                                  + sorted(f for f, c in node[n].items() if c is not None) if x)
-                     for n in rest}
+            names = {_contents(node[n]) for n in rest}
             what = f"each {names.pop()}" if len(names) == 1 else "their own versions"
             out.append(OutlineLine(depth, f"{ids}/", f"partition{'s' if len(rest) > 1 else ''} "
                                    f"{ids}: {what}; {held} files", role))
@@ -97,6 +94,13 @@ def folder_outline(ckpt: Checkpoint) -> list[OutlineLine]:
 
     visit(tree, 0, "", "")
     return out
+
+
+def _contents(node: dict) -> str:
+    """A folder's files as few words, then its subfolders: ``1..8 .delta and _metadata/``."""
+    files = _names([name for name, child in node.items() if child is None])
+    folders = sorted(name for name, child in node.items() if child is not None)
+    return " and ".join(x for x in [files, *folders] if x)
 
 
 def _files_below(node: dict) -> int:

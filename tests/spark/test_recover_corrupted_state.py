@@ -556,7 +556,7 @@ def test_activity_guard_knows_the_trigger_interval(spark, setups, copy_checkpoin
     newest = max(os.path.getmtime(f"{path}/{d}/{LAST}") for d in ("offsets", "commits"))
     # A query that triggers hourly and wrote 2 hours ago still looks active; 4 hours: stopped.
     hourly = 3_600_000
-    monkeypatch.setattr(activity_guard, "trigger_interval_ms", lambda _ckpt: hourly)
+    monkeypatch.setattr(activity_guard, "trigger_interval_ms", lambda _ckpt, _ids=None: hourly)
     two_hours = activity_guard.check_activity(ckpt, now_ms=int(newest * 1000) + 2 * hourly)
     four_hours = activity_guard.check_activity(ckpt, now_ms=int(newest * 1000) + 4 * hourly)
     assert two_hours.looks_active and "trigger interval of about 3600 s" in two_hours.reasons[0]

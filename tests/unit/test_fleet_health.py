@@ -22,7 +22,7 @@ def healthy(ckpt, **overrides):
     values = dict(active=False, activity=SimpleNamespace(reasons=[]), unconfirmed=False,
                   state_does_not_load=False, reader_limits=[], problems=[], load_test=[],
                   last_good_batch_id=ckpt.last_committed_batch_id,
-                  verdict=lambda: "nothing is broken")
+                  verdict=lambda: "nothing is broken", inventory=ckpt.inventory())
     return SimpleNamespace(**{**values, **overrides})
 
 

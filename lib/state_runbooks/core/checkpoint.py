@@ -271,7 +271,8 @@ class Checkpoint:
         if commits:
             with contextlib.suppress(Exception):  # a damaged commit: the file names decide
                 line = self.fs.read_bytes(f"commits/{commits[-1]}")[:8].decode().split("\n")[0]
-        return checkpoint_format_version(line, self._layout.files)
+        # The newest commit's line decides; only without one do the state files (a walk).
+        return checkpoint_format_version(line, [] if line else self._layout.files)
 
     @property
     def has_state_operators(self) -> bool:

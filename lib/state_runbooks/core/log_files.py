@@ -26,6 +26,14 @@ def read_log(ckpt, rel: str, line: int) -> tuple[list[str], dict]:
     return lines, value
 
 
+def listed_batches(listing: dict, folder: str) -> dict:
+    """The entries of one log folder (``offsets`` or ``commits``) in a listing by path relative to
+    the checkpoint root, by batch id: its sidecars, temporary files and anything deeper left out."""
+    prefix = folder + "/"
+    return {int(rel[len(prefix):]): entry for rel, entry in listing.items()
+            if rel.startswith(prefix) and rel[len(prefix):].isdigit()}
+
+
 def json_problem(text: str, where: str, require: str = "", scalars: bool = False
                  ) -> tuple[str, str] | None:
     """(damage, what) when ``text`` is not the JSON expected at ``where``; None when it is."""

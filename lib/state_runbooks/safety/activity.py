@@ -10,6 +10,9 @@ from dataclasses import dataclass
 from state_runbooks.common.errors import RunbookError
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs.memory import MemoryFiles
+from state_runbooks.core.log_files import listed_batches
+
+from .watch import LOG_FOLDERS, log_listing
 
 QUIET_MINUTES = 5  # offsets or commits written more recently than this: the query looks active
 
@@ -25,27 +28,20 @@ class Activity:
         return bool(self.reasons)
 
 
-LOG_FOLDERS = ("offsets/", "commits/")  # what every batch of a running query writes first
-
-
-def log_files(ckpt: Checkpoint) -> dict:
-    """The files of the offsets and commits logs as stored (raw: sidecars included), by path."""
-    raw = ckpt.fs.raw()
-    return {rel: e for folder in LOG_FOLDERS for rel, e in raw.walk(folder.rstrip("/")).items()}
-
-
 TRIGGER_INTERVALS_QUIET = 3  # quiet for this many of the query's own trigger intervals: stopped
 _RECENT_BATCHES = 10  # batches whose timestamps give the query's trigger interval
 
 
-def trigger_interval_ms(ckpt: Checkpoint) -> int | None:
+def trigger_interval_ms(ckpt: Checkpoint, batch_ids: list[int] | None = None) -> int | None:
     """The query's usual time between batches: the median gap between the batch timestamps of
-    its last offsets entries (None with fewer than two batches)."""
+    its last offsets entries (None with fewer than two batches); ``batch_ids``: the offsets
+    entries a listing just saw, else the log is listed."""
     stamps = []
-    for batch in ckpt.offset_batch_ids[-_RECENT_BATCHES:]:
+    ids = ckpt.offset_batch_ids if batch_ids is None else batch_ids
+    for batch in ids[-_RECENT_BATCHES:]:
         try:
             stamps.append(ckpt.offsets(batch).timestamp_ms)
-        except RunbookError:  # a damaged entry (05 names it) tells no time
+        except RunbookError:  # a damaged entry (05 names it), or one purged since: no time
             continue
     gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]) if b > a)
     return gaps[len(gaps) // 2] if gaps else None
@@ -64,15 +60,18 @@ def check_activity(ckpt: Checkpoint, quiet_minutes: float = QUIET_MINUTES,
     # The newest entry by time, and among entries of the same time (a copy that kept no times)
     # the latest batch.
     own = own_writes or {}
-    entries = [(entry.modified_ms, int(entry.name.rsplit("/", 1)[-1]), rel)
-               for rel, entry in log_files(ckpt).items()
-               if entry.name.rsplit("/", 1)[-1].isdigit()
-               and list(own.get(rel, ())) != [entry.size, entry.modified_ms]]
+    files = log_listing(ckpt.fs.raw())
+    entries = []
+    for folder in LOG_FOLDERS:
+        for batch, entry in listed_batches(files, folder).items():
+            rel = f"{folder}/{batch}"
+            if list(own.get(rel, ())) != [entry.size, entry.modified_ms]:
+                entries.append((entry.modified_ms, batch, rel))
     newest = None
     if entries:
         modified_ms, _batch, rel = max(entries)
         newest = (rel, modified_ms)
-    interval = trigger_interval_ms(ckpt)
+    interval = trigger_interval_ms(ckpt, sorted(listed_batches(files, "offsets")))
     window_ms = max(quiet_minutes * 60_000, TRIGGER_INTERVALS_QUIET * (interval or 0))
     why = (f"{TRIGGER_INTERVALS_QUIET} x the query's trigger interval of about "
            f"{interval / 1000:.0f} s (offsets' batch timestamps)"

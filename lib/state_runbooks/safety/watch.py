@@ -18,6 +18,7 @@ import re
 from state_runbooks.common.errors import first_line
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs.base import FileEntry
+from state_runbooks.core.log_files import listed_batches
 
 LOG_FOLDERS = ("offsets", "commits")  # what every batch of a running query writes first
 _SHOWN = 3  # signs named in one message
@@ -217,7 +218,5 @@ def as_listed(ckpt: Checkpoint, inventory: dict) -> Checkpoint:
     view = object.__new__(view_cls)
     view.__dict__.update(ckpt.__dict__)
     for folder in LOG_FOLDERS:
-        ids = sorted(int(rel.split("/", 1)[1]) for rel in inventory
-                     if rel.startswith(folder + "/") and rel.split("/", 1)[1].isdigit())
-        view.__dict__[f"_listed_{folder}"] = ids
+        view.__dict__[f"_listed_{folder}"] = sorted(listed_batches(inventory, folder))
     return view

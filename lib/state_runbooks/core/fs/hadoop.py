@@ -33,6 +33,7 @@ _STATUS_TEXT = re.compile(r"^\w+\{path=(?P<path>.*?); isDirectory=(?P<dir>true|f
                           r"(?:; length=(?P<len>\d+))?.*?; modification_time=(?P<mtime>\d+);")
 _CHECKING_THREADS = 4  # each check waits mostly on the JVM (tests/benchmarks/README.md)
 _ONE_THREAD_UP_TO = 16  # files: a store partition's few need no threads of their own
+_PATHS_KEPT = 256  # Hadoop Paths a root keeps (see HadoopFS._path)
 _MAX_DEPTH = 12  # deeper than any checkpoint tree (state/<op>/<partition>/<store>/SSTs/<file>)
 
 
@@ -51,6 +52,7 @@ class HadoopFS(TreeOperations):
             raise RunbookError(self._cause(root, exc) or f"cannot open {root}: {first_line(exc)}",
                                spark_error=exc) from None
         self.root = self._fs.makeQualified(path).toString().rstrip("/")
+        self._made_paths: dict = {}  # shared with raw(): the same names (see _path)
 
     def _cause(self, path: str, exc: BaseException) -> str | None:
         """The one line for a missing connector or a permission denied, else None."""
@@ -97,7 +99,16 @@ class HadoopFS(TreeOperations):
         return f"{self.root}/{rel}" if rel else self.root
 
     def _path(self, rel: str):
-        return jvm_member(self._java, "org.apache.hadoop.fs.Path")(self.uri(rel))
+        """The Hadoop ``Path`` of ``rel``, made once: a checkpoint's few log paths are asked for
+        again and again (exists, then read), and each Path made and released costs two JVM round
+        trips. A name, not a listing: keeping it trusts nothing about the files."""
+        made = self._made_paths
+        path = made.get(rel)
+        if path is None:
+            if len(made) >= _PATHS_KEPT:  # a copy of thousands of files asks each path once
+                made.clear()
+            path = made[rel] = jvm_member(self._java, "org.apache.hadoop.fs.Path")(self.uri(rel))
+        return path
 
     def refresh(self) -> None:
         """Nothing cached here: every call asks the file system."""

@@ -21,6 +21,7 @@ from state_runbooks.common.spark_settings import (
     SHUFFLE_PARTITIONS_CONF,
 )
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.log_files import listed_batches
 from state_runbooks.core.state_files import SNAPSHOT_KINDS
 from state_runbooks.core.store_scan import inspect_stores
 from state_runbooks.running.checklist import production_checklist
@@ -97,14 +98,18 @@ def _guarded(exam: Examination, check: str, fn, *args):
 
 
 # -- figures from the files ------------------------------------------------------------------------
-def log_figures(ckpt: Checkpoint, now_ms: int) -> dict:
+def log_figures(ckpt: Checkpoint, now_ms: int, listing: dict | None = None) -> dict:
     """The logs: query id, last committed batch, its time and age, batches in flight, the
-    metadata file, the logs' formats, the watermark against the batch time."""
-    commits = {int(e.name): e for e in ckpt.fs.list("commits") if e.name.isdigit()} \
-        if ckpt.fs.is_dir("commits") else {}
-    offsets = ckpt.offset_batch_ids
+    metadata file, the logs' formats, the watermark against the batch time. From ``listing``
+    (the diagnosis's walk: the figures and its judgement see the same files), else newly listed."""
+    if listing is None:
+        listing = {**ckpt.fs.walk("offsets"), **ckpt.fs.walk("commits")}
+        if ckpt.fs.exists("metadata"):
+            listing["metadata"] = None
+    commits = listed_batches(listing, "commits")
+    offsets = sorted(listed_batches(listing, "offsets"))
     last = max(commits) if commits else None
-    out = {"metadata_file": ckpt.fs.exists("metadata"),
+    out = {"metadata_file": "metadata" in listing,
            "last_committed_batch": last,
            "batches_in_flight": [b for b in offsets if last is None or b > last],
            "last_commit_ms": commits[last].modified_ms if last is not None else None}
@@ -113,18 +118,19 @@ def log_figures(ckpt: Checkpoint, now_ms: int) -> dict:
     if last is not None:
         line = ckpt.fs.read_bytes(f"commits/{last}")[:8].decode(errors="replace")
         out["commit_log_format"] = line.split("\n")[0]
+    out["newest_offsets_batch"] = offsets[-1] if offsets else None
     return out
 
 
-def offsets_figures(ckpt: Checkpoint, last: int | None) -> dict:
+def offsets_figures(ckpt: Checkpoint, newest: int | None, last: int | None) -> dict:
     """What the newest offsets entry pins, and the watermark at the last committed batch."""
-    newest = ckpt.offsets(ckpt.offset_batch_ids[-1]) if ckpt.offset_batch_ids else None
-    out = {"offset_log_format": newest.format_version if newest else None,
+    entries = {b: ckpt.offsets(b) for b in {newest, last} - {None}}
+    out = {"offset_log_format": entries[newest].format_version if newest is not None else None,
            "checkpoint_format": ckpt.format_version, "provider": ckpt.provider_kind,
            "pinned_settings": {k: v for k, v in ckpt.pinned_conf.items() if k in PINNED}}
     if last is not None:
         watermark, _where = ckpt.watermark(last)
-        batch_ms = ckpt.offsets(last).timestamp_ms
+        batch_ms = entries[last].timestamp_ms
         out.update(batch_time_ms=batch_ms, watermark_ms=watermark or None,
                    watermark_behind_batch_s=round((batch_ms - watermark) / 1000, 1)
                    if watermark else None)
@@ -274,11 +280,13 @@ def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, o
         exam.add("not_opened", "critical", str(error).splitlines()[0], "05")
         return
     exam.figures["query_id"] = _guarded(exam, "query id", lambda: ckpt.query_id)
-    exam.figures.update(_guarded(exam, "logs", log_figures, ckpt, now_ms) or {})
-    exam.figures.update(_guarded(exam, "offsets", offsets_figures, ckpt,
-                                 exam.figures.get("last_committed_batch")) or {})
     stateful = _guarded(exam, "state folder", lambda: ckpt.has_state_operators)
     diag = _guarded(exam, "diagnosis", diagnose_fn, ckpt) if stateful is not None else None
+    exam.figures.update(_guarded(exam, "logs", log_figures, ckpt, now_ms,
+                                 diag.inventory if diag is not None else None) or {})
+    newest = exam.figures.pop("newest_offsets_batch", None)
+    exam.figures.update(_guarded(exam, "offsets", offsets_figures, ckpt, newest,
+                                 exam.figures.get("last_committed_batch")) or {})
     if diag is not None:
         exam.active = diag.active
         exam.figures["activity"] = "; ".join(diag.activity.reasons) if diag.active else ""

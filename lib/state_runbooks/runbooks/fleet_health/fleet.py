@@ -85,17 +85,23 @@ def examine_all(spark, folders, thresholds: Thresholds, state_rows: str, paralle
                 now_ms: int, **examine_kwargs) -> list[Examination]:
     """Every folder examined, up to ``parallelism`` at once, a group per checkpoint format."""
     workers = max(int(parallelism), 1)
+
+    def examined(pair: list):
+        folder, ckpt = pair
+        pair[1] = None  # a checkpoint examined is let go: the driver's memory stays flat
+        return examine(spark, folder, thresholds, state_rows, now_ms, opened=ckpt,
+                       **examine_kwargs)
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        opened = list(pool.map(lambda f: _opened(spark, f), folders))
+        groups: dict[int, list] = {}
+        for folder, (ckpt, fmt) in zip(folders, pool.map(lambda f: _opened(spark, f), folders)):
+            groups.setdefault(fmt, []).append([folder, ckpt])
         out = []
-        for fmt in sorted({fmt for _ckpt, fmt in opened}):
-            group = [(f, ckpt) for f, (ckpt, g) in zip(folders, opened) if g == fmt]
+        for fmt in sorted(groups):
             conf = (session_conf(spark, {CHECKPOINT_FORMAT_CONF: str(fmt)})
                     if fmt > 1 and not isinstance(spark, MemoryFiles) else contextlib.nullcontext())
             with conf:
-                out += list(pool.map(lambda fc: examine(spark, fc[0], thresholds, state_rows,
-                                                        now_ms, opened=fc[1], **examine_kwargs),
-                                     group))
+                out += list(pool.map(examined, groups.pop(fmt)))
     return out
 
 

@@ -65,3 +65,18 @@ def test_both_pictures_draw_from_a_checkpoint_with_whole_batch_ids():
     assert len(tree.axes[0].texts) >= len(outline.folder_outline(ckpt))
     batch_axis = next(ax for ax in timeline.axes if ax.get_xlabel() == "batch id")
     assert all(float(t).is_integer() for t in batch_axis.get_xticks())
+
+
+def test_the_timeline_reads_the_newest_batches_and_shows_a_damaged_entry_unknown():
+    ckpt = stopped_checkpoint(batches=5)
+    assert [p.batch_id for p in outline.batch_timeline(ckpt, newest=3)] == [2, 3, 4]
+    ckpt.fs.write_bytes("offsets/3", b"v1\n{\"batchWatermarkMs\":", overwrite=True)  # cut short
+    ckpt.refresh()
+    points = outline.batch_timeline(ckpt)
+    damaged = points[3]
+    assert (damaged.batch_id, damaged.readable, damaged.planned_ms,
+            damaged.watermark_applied_ms, damaged.committed) == (3, False, None, None, True)
+    lines = outline.timeline_lines(points)
+    assert lines[-1].startswith("offsets entries 3 do not read (damaged): their times are unknown")
+    assert "(not 2, 4)" in lines[1]  # batch 3 is not judged: its entry does not read
+    plots.batch_timeline(points).canvas.draw()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from state_runbooks.common.errors import RunbookError
 from state_runbooks.common.formatting import format_utc, id_ranges
 
 from .checkpoint import Checkpoint
@@ -21,6 +22,9 @@ ROLES = {"metadata": "the query's id, written at its first start",
          "state": "per operator, per partition: the state store's versions",
          "commits": "one entry per batch, written after it ran: the watermark for the next"}
 SHOWN_PARTITIONS = 1  # partitions of each operator drawn file by file; the rest in one line
+# The newest batches the timeline reads: two log reads each (over Spark Connect, a Spark job
+# each), and a production checkpoint retains 100.
+TIMELINE_BATCHES = 20
 
 
 @dataclass(frozen=True)
@@ -146,19 +150,28 @@ class BatchPoint:
     state_version: int | None  # the version the batch wrote: batch id + 1
     watermark_applied_ms: int | None  # offsets/<batch>: what the batch evicts by
     watermark_next_ms: int | None  # commits/<batch>: what the next batch applies
+    readable: bool = True  # False: offsets/<batch> is damaged (05 names it); its times unknown
 
 
-def batch_timeline(ckpt: Checkpoint) -> list[BatchPoint]:
-    """Every batch the offsets log still holds, with its commit, the state version it wrote
-    (found among the state files) and the watermarks the two logs record."""
+def batch_timeline(ckpt: Checkpoint, newest: int = TIMELINE_BATCHES) -> list[BatchPoint]:
+    """The ``newest`` batches the offsets log still holds, each with its commit, the state
+    version it wrote (found among the state files) and the watermarks the two logs record; a
+    damaged entry is a point with its times unknown, not a stop."""
     versions = {f.version for f in ckpt.state_files()} if ckpt.has_state_operators else set()
     committed = set(ckpt.commit_batch_ids)
     out = []
-    for b in ckpt.offset_batch_ids:
-        entry = ckpt.offsets(b)
-        out.append(BatchPoint(b, entry.timestamp_ms or None, b in committed,
-                              b + 1 if b + 1 in versions else None, entry.watermark_ms,
-                              ckpt.next_watermark_ms(b) if b in committed else None))
+    for b in ckpt.offset_batch_ids[-newest:]:
+        try:
+            entry = ckpt.offsets(b)
+        except RunbookError:
+            entry = None
+        try:
+            recorded = ckpt.next_watermark_ms(b) if b in committed else None
+        except RunbookError:
+            recorded = None
+        out.append(BatchPoint(b, (entry.timestamp_ms or None) if entry else None, b in committed,
+                              b + 1 if b + 1 in versions else None,
+                              entry.watermark_ms if entry else None, recorded, entry is not None))
     return out
 
 
@@ -178,8 +191,8 @@ def timeline_table(points: list[BatchPoint]):
 def watermark_handover(points: list[BatchPoint]) -> list[int]:
     """The batches whose applied watermark is not the one the batch before recorded for it
     (empty: every batch applies what its predecessor's commit said)."""
-    return [b.batch_id for a, b in zip(points, points[1:])
-            if a.watermark_next_ms is not None and b.watermark_applied_ms != a.watermark_next_ms]
+    return [b.batch_id for a, b in zip(points, points[1:]) if a.watermark_next_ms is not None
+            and b.readable and b.watermark_applied_ms != a.watermark_next_ms]
 
 
 def timeline_lines(points: list[BatchPoint]) -> list[str]:
@@ -194,12 +207,17 @@ def timeline_lines(points: list[BatchPoint]) -> list[str]:
         out.append(f"{'every' if same else 'not every'} batch N of "
                    f"{id_ranges([p.batch_id for p in wrote])} wrote state version N+1"
                    + ("" if same else ": see the table"))
-    handed = [b.batch_id for a, b in zip(points, points[1:]) if a.watermark_next_ms is not None]
+    handed = [b.batch_id for a, b in zip(points, points[1:])
+              if a.watermark_next_ms is not None and b.readable]
     broken = watermark_handover(points)
     if handed:
         out.append(("every" if not broken else "not every") + f" batch {id_ranges(handed)} "
                    "applied the watermark the batch before recorded in its commit"
                    + (f" (not {id_ranges(broken)})" if broken else ""))
-    if not points[0].watermark_applied_ms:
+    if points[0].readable and not points[0].watermark_applied_ms:
         out.append(f"batch {points[0].batch_id} applied none: no commit before it recorded one")
+    damaged = [p.batch_id for p in points if not p.readable]
+    if damaged:
+        out.append(f"offsets entries {id_ranges(damaged)} do not read (damaged): their times are "
+                   "unknown; 05 recover corrupted state says what Spark does with them")
     return out

@@ -241,7 +241,7 @@ def test_00s_exercise_done_as_its_text_says_with_a_right_and_a_wrong_prediction(
      "With skew_warning_ratio=1.1, as this run has it, which status"),
     ("05_recover_corrupted_state", "target_batch_id", 1,
      "With target_batch_id=1, as this run has it, one batch before the last good batch"),
-    ("07_repartition_state", "num_partitions", 3, "With num_partitions=3, how many rows"),
+    ("07_repartition_state", "num_partitions", 1, "With num_partitions=1, what largest/mean"),
     ("08_check_query_change", "query_function", "build_deduplicated",
      "With query_function=build_deduplicated (the demo job with dropDuplicates added"),
 ])

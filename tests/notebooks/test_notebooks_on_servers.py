@@ -3,7 +3,9 @@ cluster (master and worker processes). Both are started once per test run (conft
 
 A run elsewhere must say what a classic local run says: the outputs of the cells nbval compares are
 checked against the committed (classic) ones, with the same sanitize rules nbval applies, which
-blank paths and ids, never figures.
+blank paths and ids, never figures. Each of these runs also does its "Try it yourself" exercise
+both ways its text says: a wrong prediction passed with ``-p my_prediction``, then the run's own
+answer set in a cell and the exercise cell run again.
 """
 from __future__ import annotations
 
@@ -22,9 +24,11 @@ import pytest
 import tiers
 import yaml
 
+from state_runbooks.cli.execution import execute
 from state_runbooks.cli.runbook_files import repo_notebooks_dir, resolve_notebook
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import recover_corrupted_state
+from state_runbooks.running.exercise import NO_PREDICTION
 from state_runbooks.running.results import Summary
 from state_runbooks.session.local_servers import free_port
 
@@ -60,12 +64,15 @@ def _compared_text(cell) -> str:
     return text
 
 
-def differences_from_golden(executed_path, name: str) -> list[str]:
-    """The compared cells whose output differs from the committed notebook's, with both texts."""
+def differences_from_golden(executed_path, name: str, skip: tuple = ()) -> list[str]:
+    """The compared cells whose output differs from the committed notebook's, with both texts
+    (``skip``: cell ids not compared)."""
     golden = nbformat.read(str(resolve_notebook(name)), as_version=4)
     ran = {c.get("id"): c for c in nbformat.read(str(executed_path), as_version=4).cells}
     out = []
     for cell in golden.cells:
+        if cell.get("id") in skip:
+            continue
         if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", []):
             want, got = _compared_text(cell), _compared_text(ran[cell.get("id")])
             if want != got:
@@ -73,13 +80,54 @@ def differences_from_golden(executed_path, name: str) -> list[str]:
     return out
 
 
+# -- each exercise done both ways its text says, in the runs here --------------------------------
+WRONG_GUESS = "a wrong guess"
+
+
+def run_exercised(name: str, folder, **parameters):
+    """The notebook run with ``-p my_prediction`` wrong, from a copy that then does its exercise
+    the other way its text says: ``my_prediction`` set in a cell to the run's own answer, and the
+    exercise cell run again (cell ``try-it-right``)."""
+    notebook = nbformat.read(str(resolve_notebook(name)), as_version=4)
+    at = next(i for i, c in enumerate(notebook.cells) if c.get("id") == "try-it")
+    notebook.cells[at + 1:at + 1] = [
+        nbformat.v4.new_code_cell('my_prediction = str(exercise.answer) if exercise else ""'),
+        nbformat.v4.new_code_cell(notebook.cells[at].source)]
+    notebook.cells[at + 2]["id"] = "try-it-right"
+    (folder / "exercised").mkdir(exist_ok=True)
+    copy = folder / "exercised" / f"{name}.ipynb"
+    nbformat.write(notebook, str(copy))
+    return execute(copy, folder, {**parameters, "my_prediction": WRONG_GUESS}, html=False)
+
+
+def exercise_differences(executed_path, name: str) -> list[str]:
+    """What the exercise said, both ways, that is not its question with the verdict each
+    prediction deserves."""
+    golden = {c.get("id"): c for c in nbformat.read(str(resolve_notebook(name)), 4).cells}
+    ran = {c.get("id"): c for c in nbformat.read(str(executed_path), 4).cells}
+    asked = _compared_text(golden["try-it"]).split(NO_PREDICTION)[0]
+    out = []
+    for cell, verdict in (("try-it", f"not quite: you said {WRONG_GUESS}; the run says "),
+                          ("try-it-right", "right: ")):
+        said = _compared_text(ran[cell])
+        if not said.startswith(asked + verdict):
+            out.append(f"cell {cell}:\n--- expected\n{asked}{verdict}...\n--- here\n{said}")
+    return out
+
+
+def says_what_classic_says(result, name: str) -> None:
+    """The run's compared cells as classic, its exercise done both ways."""
+    assert differences_from_golden(result.notebook, name, skip=("try-it",)) == []
+    assert exercise_differences(result.notebook, name) == []
+
+
 @pytest.mark.slow
 @pytest.mark.notebook
 @pytest.mark.parametrize("name", tiers.tiered(CONNECT_DEMOS, CORE_CONNECT_DEMOS))
 def test_every_runbook_demo_over_spark_connect_says_what_classic_says(name, connect_server,
-                                                                      run_notebook):
-    result = run_notebook(name, spark_master=connect_server.url)
-    assert differences_from_golden(result.notebook, name) == []
+                                                                      tmp_path):
+    result = run_exercised(name, tmp_path, spark_master=connect_server.url)
+    says_what_classic_says(result, name)
     assert result.summary["status"] in ("ok", "warning", "critical")
 
 
@@ -156,49 +204,49 @@ def test_inspect_over_connect_on_a_checkpoint_it_never_wrote_gives_the_reader_fi
 @pytest.mark.notebook
 @tiers.EXTENDED  # make test reads state on the cluster's executors in 03's test below
 def test_recover_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
-                                                                        run_notebook):
+                                                                        tmp_path):
     """05's demo breaks, diagnoses, rolls back and undoes its checkpoint: the driver moves the
     files while the executors, in their own JVMs, load the state."""
     name = "05_recover_corrupted_state"
-    result = run_notebook(name, spark_master=standalone_cluster.url)
-    assert differences_from_golden(result.notebook, name) == []
+    result = run_exercised(name, tmp_path, spark_master=standalone_cluster.url)
+    says_what_classic_says(result, name)
 
 
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_migrate_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
-                                                                        run_notebook):
+                                                                        tmp_path):
     """10's demo migrates 08's example job, continues it and migrates in place and back: the
     driver writes the logs and metadata, the cluster's executors read the old rows, encode the
     mapped ones as Spark's bytes in their Python workers and write the state."""
     name = "10_migrate_state"
-    result = run_notebook(name, spark_master=standalone_cluster.url)
-    assert differences_from_golden(result.notebook, name) == []
+    result = run_exercised(name, tmp_path, spark_master=standalone_cluster.url)
+    says_what_classic_says(result, name)
 
 
 @pytest.mark.slow
 @pytest.mark.notebook
 def test_move_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
-                                                                     run_notebook):
+                                                                     tmp_path):
     """12's demo moves a file source's checkpoint at a new location and in place and back: the
     driver writes the logs and copies the files, the cluster's executors read the moved folder's
     files and load the carried state in the restart on a copy and the continued batch."""
     name = "12_move_checkpoint"
-    result = run_notebook(name, spark_master=standalone_cluster.url)
-    assert differences_from_golden(result.notebook, name) == []
+    result = run_exercised(name, tmp_path, spark_master=standalone_cluster.url)
+    says_what_classic_says(result, name)
 
 
 @pytest.mark.slow
 @pytest.mark.notebook
 @tiers.EXTENDED  # make test runs 03's and 12's on the cluster; the fleet's reads are theirs
 def test_fleet_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
-                                                                      run_notebook):
+                                                                      tmp_path):
     """13's demo examines its dozen checkpoints on the cluster, up to four at once: the driver
     lists and reads the logs, the cluster's executors load each newest state and count its
     rows, and every checkpoint gets the status it gets in local mode."""
     name = "13_fleet_health"
-    result = run_notebook(name, spark_master=standalone_cluster.url)
-    assert differences_from_golden(result.notebook, name) == []
+    result = run_exercised(name, tmp_path, spark_master=standalone_cluster.url)
+    says_what_classic_says(result, name)
 
 
 @pytest.mark.slow

@@ -180,6 +180,9 @@ def test_each_glossary_term_is_linked_where_the_notebook_first_uses_it(notebook)
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_notebook_ends_with_an_exercise_that_checks_a_prediction(notebook):
     found = {c.get("id"): c for c in cells(notebook)}
+    # One text for every exercise, the template's: it says what any of them may change.
+    template = {c.get("id"): c for c in cells(REPO / "notebooks" / "00_template.ipynb")}
+    assert found["try-it-md"]["source"] == template["try-it-md"]["source"]
     assert "".join(found["try-it-md"]["source"]).startswith("## Try it yourself")
     source = "".join(found["try-it"]["source"])
     assert ".try_it(" in source and "exercise.check(my_prediction)" in source

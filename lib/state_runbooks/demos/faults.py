@@ -43,7 +43,6 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
     raw = ckpt.fs.raw()
     lost = open_fs(ckpt.spark, ckpt.root + ".removed-by-fault").raw()
     target = state_fault_target(ckpt, fault, operator_id, partition_id)
-    op = ckpt.operators()[-1].operator_id if operator_id == -1 else operator_id
     last = ckpt.last_committed_batch_id
     data = raw.read_bytes(target) if fault in ("truncate_latest", "garbage_latest",
                                                 "break_middle") else b""
@@ -57,7 +56,8 @@ def inject_fault(ckpt: Checkpoint, fault: str, operator_id: int = -1, partition_
     elif fault == "drop_partition":
         raw.move_to(target, lost, target)
     elif fault == "drop_operator_metadata":
-        raw.move_to(f"state/{op}/_metadata", lost, f"state/{op}/_metadata")
+        folder = target.rsplit("/", 1)[0]  # the operator's whole _metadata folder
+        raw.move_to(folder, lost, folder)
     else:
         raw.move_to(f"commits/{last}", lost, f"commits/{last}")
         if raw.exists(sidecar_of(f"commits/{last}")):

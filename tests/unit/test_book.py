@@ -147,6 +147,7 @@ def course_book(tmp_path):
             if cell.cell_type == "code":
                 cell.outputs = []
         nbformat.write(source, str(notebooks / f"{stem}.ipynb"))
+    beta.metadata["papermill"] = {"duration": 83.4}  # what papermill records of a run
     nbformat.write(beta, str(out / "02_beta.ipynb"))
     nbformat.write(alpha, str(out / "01_alpha.ipynb"))
     (out / "logs" / "01_alpha.log").write_text("Traceback: the rest of the story\n")
@@ -187,14 +188,17 @@ def test_the_index_lists_the_path_in_order_then_the_template_then_the_playbooks(
     assert [row[1][1] for row in rows] == [["02_beta.html"], [], []]  # only a page built links
     beta, alpha, guide = rows
     assert [cell for cell, _ in beta] == [
-        "1", "02_beta: Beta: a plot", "30", "PySpark | basics", "How <plots> show | state.", "ok"]
-    assert alpha[3] == ("02_beta", ["02_beta.html"])  # a prerequisite notebook links to its page
-    assert alpha[5] == ("not built: error: RunbookError: checkpoint path does not exist: /nowhere "
+        "1", "02_beta: Beta: a plot", "30", "1 min 23 s", "PySpark | basics",
+        "How <plots> show | state.", "ok"]
+    assert alpha[3][0] == "-"  # a demo that stopped has no run time
+    assert alpha[4] == ("02_beta", ["02_beta.html"])  # a prerequisite notebook links to its page
+    assert alpha[6] == ("not built: error: RunbookError: checkpoint path does not exist: /nowhere "
                         "(step: rb = start_runbook(...)), see logs/01_alpha.log",
                         ["logs/01_alpha.log"])
-    assert guide[0][0] == "1" and guide[5] == (
+    assert guide[0][0] == "1" and guide[6] == (
         "not built: failed: the run stopped with exit code 1, see logs/00_guide.log", [])
-    assert "2 notebooks, about 75 minutes" in html
+    assert ("2 notebooks, about 75 minutes of study, and 1 min 23 s of demos run when this book "
+            "was made") in html
     assert "query on Spark 4.3.0, taken apart" in html  # a run that never started Spark names none
     order = [html.index(x) for x in ("The learning path", "For authors: the conventions",
                                      "The playbooks and the glossary")]
@@ -213,6 +217,8 @@ def test_a_page_keeps_its_plots_and_says_its_place_and_status_above_and_below(co
     assert 'href="index.html"' in header and "lesson 1 of 1" in header  # alpha has no page
     assert "next" not in header and "previous" not in header
     assert "Demo status: <strong>ok</strong>" in header
+    assert "About 30 minutes to study, and its demo ran in 1 min 23 s when this book was made." \
+        in header
     footer = beta[beta.index("status: ok"):]
     assert 'href="index.html"' in footer and "lesson 1 of 1" in footer
     # Links go to the book's pages with their anchors; a lesson without a page keeps its text.
@@ -233,7 +239,7 @@ def test_a_demo_that_failed_gets_no_page_and_an_earlier_page_goes(course_book, l
                      failures={"00_guide": "ModuleNotFoundError: No module named 'x'"})
     assert not (out / f"{stem}.html").exists()
     rows = _rows((out / "index.html").read_text())
-    assert len(rows) == 1 and rows[0][5][0].startswith("not built: ")
+    assert len(rows) == 1 and rows[0][6][0].startswith("not built: ")
 
 
 def test_a_book_of_a_demo_with_a_summary_but_no_notebook_says_so(course_book):
@@ -241,7 +247,7 @@ def test_a_book_of_a_demo_with_a_summary_but_no_notebook_says_so(course_book):
     (out / "02_beta.ipynb").unlink()
     book.render_book(course, out, notebooks, playbooks, ["02_beta"])
     assert not (out / "02_beta.html").exists()
-    assert _rows((out / "index.html").read_text())[0][5][0] == (
+    assert _rows((out / "index.html").read_text())[0][6][0] == (
         "not built: failed: the demo left no executed notebook, see logs/02_beta.log")
 
 

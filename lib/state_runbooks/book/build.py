@@ -18,7 +18,15 @@ from state_runbooks.cli.runbook_files import (
 
 from .course import Course, check_covers, read_course
 from .links import BookPages
-from .pages import INDEX, demo_status, executed_notebook, is_built, render_index, render_page
+from .pages import (
+    INDEX,
+    demo_seconds,
+    demo_status,
+    executed_notebook,
+    is_built,
+    render_index,
+    render_page,
+)
 from .playbooks import PLAYBOOKS, playbook_sources, render_playbooks
 
 OUTPUTS = (".ipynb", ".html", ".summary.json")
@@ -69,7 +77,8 @@ def render_book(course: Course, out_dir: pathlib.Path, notebooks_dir: pathlib.Pa
     playbooks = render_playbooks(playbooks_dir, out_dir, book, INDEX, write_page)
     titles = {stem: purpose(notebooks_dir / f"{stem}.ipynb") for stem in chosen}
     return render_index(course, out_dir, chosen, statuses, titles, playbooks,
-                        _spark_versions(out_dir, chosen), write_page)
+                        _spark_versions(out_dir, chosen), write_page,
+                        {stem: demo_seconds(executed[stem]) for stem in built})
 
 
 def build_book(out_dir: pathlib.Path, names: list[str] | None = None, interactive: bool = False,

@@ -53,6 +53,24 @@ def is_built(status: tuple[str, str]) -> bool:
     return status[0] not in NOT_BUILT
 
 
+def demo_seconds(nb) -> float | None:
+    """How long the demo's run took, as papermill recorded it in the executed notebook (None:
+    not recorded)."""
+    duration = (nb.metadata.get("papermill") or {}).get("duration") if nb is not None else None
+    return float(duration) if isinstance(duration, (int, float)) else None
+
+
+def _run_time(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole // 60} min {whole % 60} s" if whole >= 60 else f"{whole} s"
+
+
+def _study(lesson: Lesson, seconds: float | None) -> str:
+    """A lesson's time: to study it, and its demo's run as measured when the book was made."""
+    ran = f", and its demo ran in {_run_time(seconds)} when this book was made" if seconds else ""
+    return f"About {lesson.minutes} minutes to study{ran}."
+
+
 def _verdict(status: str, why: str) -> str:
     return f"**{_text(status)}**: {_text(why)}" if why else f"**{_text(status)}**"
 
@@ -79,10 +97,11 @@ def _place(lesson: Lesson, course: Course, lessons: list[str]) -> str:
     return f"**Course book** · [all lessons]({INDEX}) · {' · '.join(place)}"
 
 
-def _header(lesson: Lesson, course: Course, lessons: list[str], status: tuple[str, str]) -> str:
+def _header(lesson: Lesson, course: Course, lessons: list[str], status: tuple[str, str],
+            seconds: float | None) -> str:
     return "\n".join([
         _place(lesson, course, lessons), "",
-        f"About {lesson.minutes} minutes. "
+        f"{_study(lesson, seconds)} "
         f"**Prerequisites:** {_prerequisites(lesson, set(lessons))}. "
         f"**What it teaches:** {_text(lesson.teaches)}", "",
         f"Demo status: {_verdict(*status)}", "", "---"])
@@ -110,19 +129,22 @@ def render_page(lesson: Lesson, course: Course, nb, out_dir: pathlib.Path, book:
         if cell.cell_type == "markdown":
             cell.source = rewrite_links(cell.source, source, book)
     lessons = sorted(book.lessons)
-    nb.cells.insert(0, nbformat.v4.new_markdown_cell(_header(lesson, course, lessons, status)))
+    nb.cells.insert(0, nbformat.v4.new_markdown_cell(_header(lesson, course, lessons, status,
+                                                             demo_seconds(nb))))
     nb.cells.append(nbformat.v4.new_markdown_cell(f"---\n\n{_place(lesson, course, lessons)}"))
     return write_page(nb, out_dir / f"{lesson.notebook}.html", lesson.notebook)
 
 
 def _table(lessons: list[Lesson], statuses: dict, titles: dict, pages: set[str],
-           out_dir: pathlib.Path) -> str:
-    rows = ["| # | Notebook | Minutes | Prerequisites | What it teaches | Demo status |",
-            "|---|---|---|---|---|---|"]
+           out_dir: pathlib.Path, demo_times: dict) -> str:
+    rows = ["| # | Notebook | Minutes | Demo ran in | Prerequisites | What it teaches "
+            "| Demo status |", "|---|---|---|---|---|---|---|"]
     for number, lesson in enumerate(lessons, 1):
         stem, status = lesson.notebook, statuses[lesson.notebook]
+        seconds = demo_times.get(stem)
         cells = [str(number), f"{_link(stem, pages)}: {_text(titles[stem])}",
-                 str(lesson.minutes), _prerequisites(lesson, pages), _text(lesson.teaches),
+                 str(lesson.minutes), _run_time(seconds) if seconds else "-",
+                 _prerequisites(lesson, pages), _text(lesson.teaches),
                  _verdict(*status) if is_built(status) else _not_built(stem, status, out_dir)]
         rows.append(f"| {' | '.join(cells)} |")
     return "\n".join(rows)
@@ -130,13 +152,14 @@ def _table(lessons: list[Lesson], statuses: dict, titles: dict, pages: set[str],
 
 def render_index(course: Course, out_dir: pathlib.Path, chosen: list[str], statuses: dict,
                  titles: dict, playbooks: dict[str, str], spark_versions: set[str],
-                 write_page) -> pathlib.Path:
+                 write_page, demo_times: dict | None = None) -> pathlib.Path:
     """``<out>/index.html``: the lessons of this book in the path's order, the template, then the
     playbooks (``playbooks``: each page's path and title)."""
     import nbformat
 
     path = [x for x in course.path if x.notebook in chosen]
     authors = [x for x in course.for_authors if x.notebook in chosen]
+    times = demo_times or {}
     pages = {stem for stem in chosen if is_built(statuses[stem])}
     ran_on = f" on Spark {', '.join(sorted(spark_versions))}" if spark_versions else ""
     intro = (
@@ -148,15 +171,17 @@ def render_index(course: Course, out_dir: pathlib.Path, chosen: list[str], statu
         "says why and which log holds the rest.")
     cells = [nbformat.v4.new_markdown_cell(intro)]
     if path:
+        ran = [times[x.notebook] for x in path if times.get(x.notebook)]
         cells.append(nbformat.v4.new_markdown_cell(
             f"## The learning path: {len(path)} notebooks, about "
-            f"{sum(x.minutes for x in path)} minutes\n\n"
-            + _table(path, statuses, titles, pages, out_dir)))
+            f"{sum(x.minutes for x in path)} minutes of study"
+            + (f", and {_run_time(sum(ran))} of demos run when this book was made" if ran else "")
+            + "\n\n" + _table(path, statuses, titles, pages, out_dir, times)))
     if authors:
         cells.append(nbformat.v4.new_markdown_cell(
             "## For authors: the conventions\n\n"
             "Not part of the path: the template every runbook follows, for those who go on to "
-            "write one.\n\n" + _table(authors, statuses, titles, pages, out_dir)))
+            "write one.\n\n" + _table(authors, statuses, titles, pages, out_dir, times)))
     if playbooks:
         cells.append(nbformat.v4.new_markdown_cell(
             "## The playbooks and the glossary\n\n"

@@ -27,6 +27,7 @@ from state_runbooks.core.store_scan import inspect_stores
 from state_runbooks.running.checklist import production_checklist
 from state_runbooks.running.results import Finding
 from state_runbooks.safety.diagnosis.diagnose import diagnose
+from state_runbooks.safety.watch import log_listing
 
 from .next_runbook import open_next
 from .roots import Folder
@@ -98,14 +99,20 @@ def _guarded(exam: Examination, check: str, fn, *args):
 
 
 # -- figures from the files ------------------------------------------------------------------------
-def log_figures(ckpt: Checkpoint, now_ms: int, listing: dict | None = None) -> dict:
-    """The logs: query id, last committed batch, its time and age, batches in flight, the
-    metadata file, the logs' formats, the watermark against the batch time. From ``listing``
-    (the diagnosis's walk: the figures and its judgement see the same files), else newly listed."""
-    if listing is None:
-        listing = {**ckpt.fs.walk("offsets"), **ckpt.fs.walk("commits")}
-        if ckpt.fs.exists("metadata"):
-            listing["metadata"] = None
+def listed_logs(ckpt: Checkpoint, diag) -> dict:
+    """The logs and the metadata file as the diagnosis's walk saw them (the figures and its
+    judgement see the same files), else as listed now."""
+    if diag is not None:
+        return diag.inventory
+    listing = log_listing(ckpt.fs.raw())
+    if ckpt.fs.exists("metadata"):
+        listing["metadata"] = None
+    return listing
+
+
+def log_figures(ckpt: Checkpoint, now_ms: int, listing: dict) -> dict:
+    """The logs (``listing``: see :func:`listed_logs`): last committed batch, its time and age,
+    batches in flight, the metadata file, the commit log's format."""
     commits = listed_batches(listing, "commits")
     offsets = sorted(listed_batches(listing, "offsets"))
     last = max(commits) if commits else None
@@ -118,7 +125,6 @@ def log_figures(ckpt: Checkpoint, now_ms: int, listing: dict | None = None) -> d
     if last is not None:
         line = ckpt.fs.read_bytes(f"commits/{last}")[:8].decode(errors="replace")
         out["commit_log_format"] = line.split("\n")[0]
-    out["newest_offsets_batch"] = offsets[-1] if offsets else None
     return out
 
 
@@ -282,9 +288,10 @@ def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, o
     exam.figures["query_id"] = _guarded(exam, "query id", lambda: ckpt.query_id)
     stateful = _guarded(exam, "state folder", lambda: ckpt.has_state_operators)
     diag = _guarded(exam, "diagnosis", diagnose_fn, ckpt) if stateful is not None else None
-    exam.figures.update(_guarded(exam, "logs", log_figures, ckpt, now_ms,
-                                 diag.inventory if diag is not None else None) or {})
-    newest = exam.figures.pop("newest_offsets_batch", None)
+    listing = _guarded(exam, "logs", listed_logs, ckpt, diag)
+    if listing is not None:
+        exam.figures.update(_guarded(exam, "logs", log_figures, ckpt, now_ms, listing) or {})
+    newest = max(listed_batches(listing or {}, "offsets"), default=None)
     exam.figures.update(_guarded(exam, "offsets", offsets_figures, ckpt, newest,
                                  exam.figures.get("last_committed_batch")) or {})
     if diag is not None:

@@ -147,3 +147,21 @@ def test_a_demo_batch_whose_python_worker_connects_back_too_late_runs_once_more(
     assert run.returncode == 0, run.stderr[-2000:]
     assert json.loads(run.stdout.splitlines()[-1]) == {"offsets": [0, 1], "commits": [0, 1]}
     assert "did not connect back in time (a busy machine); running the batch once more" in run.stderr
+
+
+def test_rate_micro_batch_stamps_every_row_of_a_batch_alike(spark, tmp_path):
+    """What the course says of the demo's source: every row of a batch has one event time, 1 s
+    after the batch before's (so "1 s of event time" is a step, not a spread)."""
+    from state_runbooks.demos.checkpoints import DEMO_START_MS, _rate
+
+    stamps = {}
+
+    def keep(batch, batch_id):
+        ms = batch.selectExpr("CAST(CAST(timestamp AS DOUBLE) * 1000 AS BIGINT) AS ms").distinct()
+        stamps[batch_id] = sorted(r.ms for r in ms.collect())
+
+    for _ in range(3):  # availableNow: one batch a start
+        (_rate(spark, 40).writeStream.foreachBatch(keep)
+         .option("checkpointLocation", str(tmp_path / "ckpt"))
+         .trigger(availableNow=True).start().awaitTermination())
+    assert stamps == {b: [DEMO_START_MS + 1000 * b] for b in range(3)}

@@ -2,16 +2,12 @@
 cluster (master and worker processes). Both are started once per test run (conftest.py).
 
 A run elsewhere must say what a classic local run says: the outputs of the cells nbval compares are
-checked against the committed (classic) ones, with the same sanitize rules nbval applies, which
-blank paths and ids, never figures. Each of these runs also does its "Try it yourself" exercise
-both ways its text says: a wrong prediction passed with ``-p my_prediction``, then the run's own
-answer set in a cell and the exercise cell run again.
+checked against the committed (classic) ones (notebook_runs.py). Each of these runs also does its
+"Try it yourself" exercise both ways its text says.
 """
 from __future__ import annotations
 
-import configparser
 import json
-import re
 import signal
 import socket
 import subprocess
@@ -23,12 +19,11 @@ import papermill
 import pytest
 import tiers
 import yaml
+from notebook_runs import differences_from_golden, run_exercised, says_what_classic_says
 
-from state_runbooks.cli.execution import execute
 from state_runbooks.cli.runbook_files import repo_notebooks_dir, resolve_notebook
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.runbooks import recover_corrupted_state
-from state_runbooks.running.exercise import NO_PREDICTION
 from state_runbooks.running.results import Summary
 from state_runbooks.session.local_servers import free_port
 
@@ -42,83 +37,6 @@ CONNECT_DEMOS = [n for n in NOTEBOOKS if not nbformat.read(str(resolve_notebook(
 # make test: the template whole over Connect (each runbook's own calls over Connect are in its test
 # file); make test-extended: every runbook whole.
 CORE_CONNECT_DEMOS = {"00_template"}
-CHECK_TAG = "nbval-check-output"
-
-
-def _sanitizers() -> list[tuple[re.Pattern, str]]:
-    config = configparser.ConfigParser()
-    config.read(REPO / "tests" / "nbval_sanitize.cfg")
-    return [(re.compile(config[s]["regex"]), config[s]["replace"]) for s in config.sections()]
-
-
-def _compared_text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "stream":
-            parts.append(output.get("text", ""))
-        elif "text/plain" in output.get("data", {}) and output.get("output_type") != "display_data":
-            parts.append(output["data"]["text/plain"])
-    text = "".join(parts)
-    for pattern, replacement in _sanitizers():
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def differences_from_golden(executed_path, name: str, skip: tuple = ()) -> list[str]:
-    """The compared cells whose output differs from the committed notebook's, with both texts
-    (``skip``: cell ids not compared)."""
-    golden = nbformat.read(str(resolve_notebook(name)), as_version=4)
-    ran = {c.get("id"): c for c in nbformat.read(str(executed_path), as_version=4).cells}
-    out = []
-    for cell in golden.cells:
-        if cell.get("id") in skip:
-            continue
-        if cell.cell_type == "code" and CHECK_TAG in cell.metadata.get("tags", []):
-            want, got = _compared_text(cell), _compared_text(ran[cell.get("id")])
-            if want != got:
-                out.append(f"cell {cell.get('id')}:\n--- classic\n{want}\n--- here\n{got}")
-    return out
-
-
-# -- each exercise done both ways its text says, in the runs here --------------------------------
-WRONG_GUESS = "a wrong guess"
-
-
-def run_exercised(name: str, folder, **parameters):
-    """The notebook run with ``-p my_prediction`` wrong, from a copy that then does its exercise
-    the other way its text says: ``my_prediction`` set in a cell to the run's own answer, and the
-    exercise cell run again (cell ``try-it-right``)."""
-    notebook = nbformat.read(str(resolve_notebook(name)), as_version=4)
-    at = next(i for i, c in enumerate(notebook.cells) if c.get("id") == "try-it")
-    notebook.cells[at + 1:at + 1] = [
-        nbformat.v4.new_code_cell('my_prediction = str(exercise.answer) if exercise else ""'),
-        nbformat.v4.new_code_cell(notebook.cells[at].source)]
-    notebook.cells[at + 2]["id"] = "try-it-right"
-    (folder / "exercised").mkdir(exist_ok=True)
-    copy = folder / "exercised" / f"{name}.ipynb"
-    nbformat.write(notebook, str(copy))
-    return execute(copy, folder, {**parameters, "my_prediction": WRONG_GUESS}, html=False)
-
-
-def exercise_differences(executed_path, name: str) -> list[str]:
-    """What the exercise said, both ways, that is not its question with the verdict each
-    prediction deserves."""
-    golden = {c.get("id"): c for c in nbformat.read(str(resolve_notebook(name)), 4).cells}
-    ran = {c.get("id"): c for c in nbformat.read(str(executed_path), 4).cells}
-    asked = _compared_text(golden["try-it"]).split(NO_PREDICTION)[0]
-    out = []
-    for cell, verdict in (("try-it", f"not quite: you said {WRONG_GUESS}; the run says "),
-                          ("try-it-right", "right: ")):
-        said = _compared_text(ran[cell])
-        if not said.startswith(asked + verdict):
-            out.append(f"cell {cell}:\n--- expected\n{asked}{verdict}...\n--- here\n{said}")
-    return out
-
-
-def says_what_classic_says(result, name: str) -> None:
-    """The run's compared cells as classic, its exercise done both ways."""
-    assert differences_from_golden(result.notebook, name, skip=("try-it",)) == []
-    assert exercise_differences(result.notebook, name) == []
 
 
 @pytest.mark.slow

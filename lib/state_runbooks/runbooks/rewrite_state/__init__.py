@@ -21,7 +21,7 @@ from state_runbooks.safety.requirements import check_target_provider, requiremen
 
 from .apply import REWRITE, Rewritten, rewrite, undo
 from .checks import check_requirements
-from .demo import DEMO, DemoResult, run_demo
+from .demo import DEMO, DemoResult, demo_move, run_demo
 from .exercise import try_it
 from .plan import plan_unless_active
 from .report import (
@@ -36,7 +36,7 @@ from .report import (
 __all__ = [
     "try_it",
     "REWRITE", "Rewritten", "rewrite", "undo",
-    "DEMO", "DemoResult", "run_demo",
+    "DEMO", "DemoResult", "demo_move", "run_demo",
     "check_requirements", "check_target_provider", "requirement_lines",
     "plan_unless_active",
     "again_lines", "alternatives_lines", "pinned_lines", "plan_lines", "summarize",

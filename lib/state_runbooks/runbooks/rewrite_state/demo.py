@@ -25,6 +25,13 @@ CONTINUED_BATCHES = 2
 DROP_OLDEST = "key.id < 10"  # the deduplication's ids of batch 0
 DEDUP_IDS = 30  # the deduplicated ids cycle through 0..29: batch 3 brings batch 0's ids again
 DEDUP_ROWS_PER_BATCH = 10
+MOVED_SUFFIX = "-rocksdb"  # the demo's move writes beside the demo checkpoint, with this suffix
+
+
+def demo_move(ckpt: Checkpoint) -> tuple[str, str]:
+    """The demo's own change, planned by the notebook's steps where none is asked:
+    ``(target_provider, output_path)``, a move to RocksDB at a new location."""
+    return "rocksdb", ckpt.root + MOVED_SUFFIX
 
 
 def dedup_query(spark, rows_per_batch: int = DEDUP_ROWS_PER_BATCH):
@@ -85,12 +92,18 @@ class DemoResult:
 
 def run_demo(rb, planned: Rewritten) -> DemoResult:
     """The whole way on the demo (``rb``: what ``start_runbook`` returned), from the dry run the
-    notebook's steps made (its plan and output path): the move applied and continued, then the
-    drop on the deduplication, continued, and undone."""
-    spark, ckpt, output = rb.spark, rb.checkpoint, planned.checks.output_path
+    notebook's steps made (``planned``): the move applied (with that plan, when the steps planned
+    the demo's move) and continued, then the drop on the deduplication, continued, and undone."""
+    spark, ckpt = rb.spark, rb.checkpoint
+    target, output = demo_move(ckpt)
+    # the steps' plan is the move's unless the run asked for another change (a drop, say)
+    is_the_move = (planned.plan is not None and not planned.plan.drop_keys_where
+                   and (planned.checks.provider_after, planned.checks.output_path) == (target,
+                                                                                       output))
+    move_plan = planned.plan if is_the_move else plan_rewrite(ckpt, "")
     reference = copy_tree(spark, ckpt.root, ckpt.root + "-never-rewritten")
     original = tree_checksums(spark, ckpt.root)
-    moved = rewrite(ckpt, "rocksdb", "", output, dry_run=False, force=True, plan=planned.plan)
+    moved = rewrite(ckpt, target, "", output, dry_run=False, force=True, plan=move_plan)
     query = demo_query(spark, DEMO["workload"], rb.demo.rows_per_batch)
     there = continue_query(spark, query, output, batches=CONTINUED_BATCHES, mode="update")
     here = continue_query(spark, query, reference, batches=CONTINUED_BATCHES, mode="update")

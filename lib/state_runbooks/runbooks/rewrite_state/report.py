@@ -140,7 +140,8 @@ def what_this_showed(result: DemoResult) -> list[str]:
     """The demo's lessons, each with the figures of this run: the move and the query continued
     on it beside the copy never rewritten; the drop, what its query let through again (against
     the copy never rewritten), and the undo."""
-    checks, plan, moved = result.planned.checks, result.planned.plan, result.moved
+    moved = result.moved
+    checks, plan = moved.checks, moved.plan  # the move as applied, whatever the steps planned
     there, here, dropped = result.there, result.here, result.dropped
     dedup_plan, files = dropped.plan, result.files
     before, after = checks.provider_before, checks.provider_after

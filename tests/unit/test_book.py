@@ -20,6 +20,7 @@ from state_runbooks.cli import headless
 from state_runbooks.cli import main as cli
 from state_runbooks.book.course import read_course
 from state_runbooks.cli.runbook_files import repo_notebooks_dir
+from state_runbooks.common.errors import RunbookError
 
 
 def _png() -> str:
@@ -299,3 +300,44 @@ def test_a_course_that_misses_a_notebook_stops_the_book_before_any_demo(tmp_path
     with pytest.raises(SystemExit, match=r"error: .*course.yaml does not list 00_template, "
                                           r"01_enable_rocksdb"):
         cli.main(["book", "--out", str(tmp_path / "book")])
+
+
+def test_a_notebook_studied_in_parts_gets_a_page_per_part_with_its_steps(tmp_path):
+    notebooks, playbooks, out = tmp_path / "notebooks", tmp_path / "runbooks", tmp_path / "out"
+    for folder in (notebooks, playbooks, out):
+        folder.mkdir()
+
+    def step(heading, printed):
+        return [nbformat.v4.new_markdown_cell(heading), nbformat.v4.new_code_cell(
+            "print()", outputs=[nbformat.v4.new_output("stream", name="stdout", text=printed)])]
+
+    gamma = _notebook("Gamma: in parts", *step("## Set-up", "set up\n"),
+                      *step("## 0. Zero", "step zero\n"), *step("## 1. One", "step one\n"),
+                      *step("## Checks", "checked\n"))
+    nbformat.write(gamma, str(notebooks / "03_gamma.ipynb"))
+    gamma.metadata["papermill"] = {"duration": 61.0}
+    nbformat.write(gamma, str(out / "03_gamma.ipynb"))
+    (out / "03_gamma.summary.json").write_text('{"status": "ok"}')
+
+    def course(second_steps):
+        part = {"notebook": "03_gamma", "minutes": 20, "teaches": "x."}
+        (playbooks / "course.yaml").write_text(yaml.safe_dump({"path": [
+            {**part, "steps": "0-0", "prerequisites": ["PySpark"]},
+            {**part, "steps": second_steps, "prerequisites": ["03_gamma"]}], "for_authors": []}))
+        return read_course(playbooks / "course.yaml")
+
+    index = book.render_book(course("1-1"), out, notebooks, playbooks, ["03_gamma"])
+    first, second = (out / "03_gamma.html").read_text(), (out / "03_gamma-part-2.html").read_text()
+    assert "set up" in first and "step zero" in first and "step one" not in first
+    assert "step one" in second and "checked" in second and "step zero" not in second
+    assert "Part 1 of 2" in _shown(first) and 'href="03_gamma-part-2.html"' in first
+    assert "Part 2 of 2" in _shown(second) and "lesson 2 of 2" in _shown(second)
+    assert "previous: 03_gamma, steps 0 to 0" in _shown(second)
+    rows = _rows(index.read_text())
+    assert [row[1][1] for row in rows] == [["03_gamma.html"], ["03_gamma-part-2.html"]]
+    assert [row[3][0] for row in rows] == ["1 min 1 s", "with part 1"]
+    assert "1 notebook in 2 lessons, about 40 minutes" in index.read_text()
+    assert dead_links(out) == []
+    with pytest.raises(RunbookError, match=r"03_gamma has no step 2 \(## 2\. \.\.\.\), which "
+                                           r"course.yaml's part 'steps: 1-2' names"):
+        book.render_book(course("1-2"), out, notebooks, playbooks, ["03_gamma"])

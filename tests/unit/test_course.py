@@ -1,5 +1,6 @@
-"""The learning path, ``runbooks/course.yaml``: it lists every notebook of notebooks/ once, the
-template apart, and a course file that is wrong is refused in one line. No Spark needed."""
+"""The learning path, ``runbooks/course.yaml``: it lists every notebook of notebooks/ once (or once
+per part, each part's steps following the last), the template apart, and a course file that is
+wrong is refused in one line. No Spark needed."""
 from __future__ import annotations
 
 import pytest
@@ -21,7 +22,8 @@ def test_the_course_lists_exactly_the_notebooks_there_are():
 
 def test_the_path_holds_the_runbooks_and_the_template_is_for_authors():
     course = read_course(COURSE_PATH)
-    assert sorted(x.notebook for x in course.path) == [p.stem for p in runbook_notebooks(NOTEBOOKS)]
+    assert sorted({x.notebook for x in course.path}) == [p.stem for p in
+                                                         runbook_notebooks(NOTEBOOKS)]
     assert [x.notebook for x in course.for_authors] == ["00_template"]
 
 
@@ -90,3 +92,27 @@ def test_a_prerequisite_notebook_comes_earlier_and_each_notebook_once(tmp_path):
     words = _course_file(tmp_path, [_lesson("01_a", ["PySpark basics"]), _lesson("02_b", ["01_a"])],
                          [_lesson("00_t", ["02_b"])])
     assert [x.notebook for x in read_course(words).path] == ["01_a", "02_b"]
+
+
+def test_a_notebook_studied_in_parts_is_listed_once_per_part_in_order(tmp_path):
+    part = {"prerequisites": ["PySpark basics"], "teaches": "x.", "minutes": 20}
+    course = read_course(_course_file(tmp_path, [
+        {"notebook": "01_a", "steps": "0-4", **part}, _lesson("02_b", ["01_a"]),
+        {"notebook": "01_a", "steps": "5-8", **part, "prerequisites": ["01_a", "02_b"]}]))
+    first, _, second = course.path
+    assert (first.page, first.part, first.parts, first.label) == ("01_a", 1, 2, "01_a, steps 0 to 4")
+    assert (second.page, second.part, second.steps) == ("01_a-part-2", 2, (5, 8))
+    assert course.notebooks == ("01_a", "02_b") and course.parts_of("01_a") == (first, second)
+
+
+@pytest.mark.parametrize("parts, message", [
+    ([None, "5-8"], "01_a is listed twice: list it in the path once per part"),
+    (["0-4", "6-8"], "01_a's parts must follow one another: steps 0-4, then from 5"),
+    (["4-0", "5-8"], r"\(01_a\): steps must be a range of its steps, e.g. 0-4"),
+    (["0-x"], r"\(01_a\): steps must be a range"),
+], ids=["one without steps", "a gap", "backwards", "not a range"])
+def test_parts_that_do_not_follow_one_another_are_refused_in_one_line(tmp_path, parts, message):
+    entries = [{**_lesson("01_a"), **({"steps": steps} if steps else {})} for steps in parts]
+    with pytest.raises(RunbookError, match=message) as refused:
+        read_course(_course_file(tmp_path, entries))
+    assert "\n" not in str(refused.value)

@@ -58,7 +58,7 @@ def render_book(course: Course, out_dir: pathlib.Path, notebooks_dir: pathlib.Pa
         target.write_text(body, encoding="utf-8")
         return target
 
-    chosen = [x.notebook for x in course.lessons if x.notebook in notebooks]
+    chosen = [stem for stem in course.notebooks if stem in notebooks]
     statuses = {stem: demo_status(out_dir, stem, (failures or {}).get(stem)) for stem in chosen}
     executed = {stem: executed_notebook(out_dir, stem) for stem in chosen}
     for stem in chosen:
@@ -67,12 +67,12 @@ def render_book(course: Course, out_dir: pathlib.Path, notebooks_dir: pathlib.Pa
     built = [stem for stem in chosen if is_built(statuses[stem])]
     book = BookPages(frozenset(built), playbook_sources(playbooks_dir))
     for stem in chosen:
-        page = out_dir / f"{stem}.html"
-        if stem in built:
-            render_page(course.lesson(stem), course, executed[stem], out_dir, book, statuses[stem],
-                        write_page)
-        else:
-            page.unlink(missing_ok=True)  # an earlier run's page would show what this one did not
+        for lesson in course.parts_of(stem):
+            if stem in built:
+                render_page(lesson, course, executed[stem], out_dir, book, statuses[stem],
+                            write_page)
+            else:  # an earlier run's page would show what this one did not
+                (out_dir / f"{lesson.page}.html").unlink(missing_ok=True)
     shutil.rmtree(out_dir / PLAYBOOKS, ignore_errors=True)
     playbooks = render_playbooks(playbooks_dir, out_dir, book, INDEX, write_page)
     titles = {stem: purpose(notebooks_dir / f"{stem}.ipynb") for stem in chosen}
@@ -91,7 +91,7 @@ def build_book(out_dir: pathlib.Path, names: list[str] | None = None, interactiv
     course = read_course(course_path)
     check_covers(course, notebooks_dir, course_path)
     wanted = {resolve_notebook(name, notebooks_dir).stem for name in names or []}
-    chosen = [x.notebook for x in course.lessons if not wanted or x.notebook in wanted]
+    chosen = [stem for stem in course.notebooks if not wanted or stem in wanted]
     for stem in chosen:
         for suffix in OUTPUTS:  # a page shows this run, never an earlier one's leftovers
             (out_dir / f"{stem}{suffix}").unlink(missing_ok=True)

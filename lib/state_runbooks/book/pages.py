@@ -13,6 +13,7 @@ import pathlib
 import re
 
 from state_runbooks.cli.headless import LOG_FOLDER
+from state_runbooks.common.errors import RunbookError
 
 from .course import Course, Lesson, is_notebook_name
 from .links import BookPages, rewrite_links
@@ -27,8 +28,14 @@ def _text(value: str) -> str:
     return re.sub(r"([\\`*_\[\]|#])", r"\\\1", value)
 
 
-def _link(stem: str, pages: set[str]) -> str:
-    return f"[{_text(stem)}]({stem}.html)" if stem in pages else _text(stem)
+def _link(stem: str, pages: set[str], text: str = "") -> str:
+    """A link to the page ``stem`` where the book has it (``pages``), else its text alone."""
+    shown = _text(text or stem)
+    return f"[{shown}]({stem}.html)" if stem in pages else shown
+
+
+def _lesson_link(lesson: Lesson, pages: set[str]) -> str:
+    return _link(lesson.page, pages, lesson.label)
 
 
 def _prerequisites(lesson: Lesson, pages: set[str]) -> str:
@@ -82,29 +89,70 @@ def _not_built(stem: str, status: tuple[str, str], out_dir: pathlib.Path) -> str
     return f"**not built**: {_text(': '.join(x for x in status if x))}, see {where}"
 
 
+def _pages(course: Course, lessons: list[str]) -> set[str]:
+    """The pages of the lessons whose notebooks are built (``lessons``)."""
+    return {x.page for x in course.lessons if x.notebook in lessons}
+
+
 def _place(lesson: Lesson, course: Course, lessons: list[str]) -> str:
     """The navigation line: the index, and the lesson's place among the lessons built."""
-    order = [x.notebook for x in course.path if x.notebook in lessons]
-    if lesson.notebook in order:
-        at = order.index(lesson.notebook)
+    order = [x for x in course.path if x.notebook in lessons]
+    pages = _pages(course, lessons)
+    if lesson in order:
+        at = order.index(lesson)
         place = [f"lesson {at + 1} of {len(order)}"]
         if at > 0:
-            place.append(f"previous: {_link(order[at - 1], set(lessons))}")
+            place.append(f"previous: {_lesson_link(order[at - 1], pages)}")
         if at + 1 < len(order):
-            place.append(f"next: {_link(order[at + 1], set(lessons))}")
+            place.append(f"next: {_lesson_link(order[at + 1], pages)}")
     else:
         place = ["for authors: the conventions"]
     return f"**Course book** · [all lessons]({INDEX}) · {' · '.join(place)}"
+
+
+def _part(lesson: Lesson, course: Course, lessons: list[str]) -> str:
+    """For a lesson that is a part of its notebook: which, and where the other parts are."""
+    if not lesson.parts:
+        return ""
+    others = ", ".join(_lesson_link(x, _pages(course, lessons))
+                       for x in course.parts_of(lesson.notebook) if x != lesson)
+    return (f"**Part {lesson.part} of {lesson.parts}** of this notebook: steps {lesson.steps[0]} "
+            f"to {lesson.steps[1]}; the other part{'s' if lesson.parts > 2 else ''}: {others}. ")
 
 
 def _header(lesson: Lesson, course: Course, lessons: list[str], status: tuple[str, str],
             seconds: float | None) -> str:
     return "\n".join([
         _place(lesson, course, lessons), "",
-        f"{_study(lesson, seconds)} "
+        f"{_part(lesson, course, lessons)}{_study(lesson, seconds)} "
         f"**Prerequisites:** {_prerequisites(lesson, set(lessons))}. "
         f"**What it teaches:** {_text(lesson.teaches)}", "",
         f"Demo status: {_verdict(*status)}", "", "---"])
+
+
+def _step_heading(cell, step: int) -> bool:
+    return cell.cell_type == "markdown" and cell.source.startswith(f"## {step}. ")
+
+
+def part_cells(cells: list, lesson: Lesson) -> list:
+    """The cells of a lesson: every cell of its notebook, or for a part those from its first
+    step's heading (the first part: from the top) up to the next part's (the last: to the
+    end). A one-line RunbookError when the notebook has no such step."""
+    if lesson.steps is None:
+        return list(cells)
+    first, last = lesson.steps
+
+    def at(step: int) -> int:
+        found = [i for i, cell in enumerate(cells) if _step_heading(cell, step)]
+        if not found:
+            raise RunbookError(f"{lesson.notebook} has no step {step} (## {step}. ...), which "
+                               f"course.yaml's part 'steps: {first}-{last}' names")
+        return found[0]
+
+    start = 0 if lesson.part == 1 else at(first)
+    at(last)  # the part's last step is there too
+    end = len(cells) if lesson.part == lesson.parts else at(last + 1)
+    return list(cells[start:end])
 
 
 def executed_notebook(out_dir: pathlib.Path, stem: str):
@@ -120,11 +168,16 @@ def executed_notebook(out_dir: pathlib.Path, stem: str):
 
 def render_page(lesson: Lesson, course: Course, nb, out_dir: pathlib.Path, book: BookPages,
                 status: tuple[str, str], write_page) -> pathlib.Path:
-    """``<out>/<notebook>.html``: the executed notebook ``nb``, led by the course header and
-    followed by its navigation; its links go to the book's pages (:mod:`.links`)."""
+    """``<out>/<page>.html``: the executed notebook ``nb`` (for a part, its cells of that part),
+    led by the course header and followed by its navigation; its links go to the book's pages
+    (:mod:`.links`)."""
+    import copy
+
     import nbformat
 
     source = f"notebooks/{lesson.notebook}.ipynb"
+    nb = copy.deepcopy(nb)  # a notebook studied in parts gives each part its own page
+    nb.cells = part_cells(nb.cells, lesson)
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             cell.source = rewrite_links(cell.source, source, book)
@@ -132,7 +185,7 @@ def render_page(lesson: Lesson, course: Course, nb, out_dir: pathlib.Path, book:
     nb.cells.insert(0, nbformat.v4.new_markdown_cell(_header(lesson, course, lessons, status,
                                                              demo_seconds(nb))))
     nb.cells.append(nbformat.v4.new_markdown_cell(f"---\n\n{_place(lesson, course, lessons)}"))
-    return write_page(nb, out_dir / f"{lesson.notebook}.html", lesson.notebook)
+    return write_page(nb, out_dir / f"{lesson.page}.html", lesson.page)
 
 
 def _table(lessons: list[Lesson], statuses: dict, titles: dict, pages: set[str],
@@ -142,8 +195,9 @@ def _table(lessons: list[Lesson], statuses: dict, titles: dict, pages: set[str],
     for number, lesson in enumerate(lessons, 1):
         stem, status = lesson.notebook, statuses[lesson.notebook]
         seconds = demo_times.get(stem)
-        cells = [str(number), f"{_link(stem, pages)}: {_text(titles[stem])}",
-                 str(lesson.minutes), _run_time(seconds) if seconds else "-",
+        ran = "with part 1" if lesson.part > 1 else _run_time(seconds) if seconds else "-"
+        cells = [str(number), f"{_lesson_link(lesson, pages)}: {_text(titles[stem])}",
+                 str(lesson.minutes), ran,
                  _prerequisites(lesson, pages), _text(lesson.teaches),
                  _verdict(*status) if is_built(status) else _not_built(stem, status, out_dir)]
         rows.append(f"| {' | '.join(cells)} |")
@@ -160,7 +214,7 @@ def render_index(course: Course, out_dir: pathlib.Path, chosen: list[str], statu
     path = [x for x in course.path if x.notebook in chosen]
     authors = [x for x in course.for_authors if x.notebook in chosen]
     times = demo_times or {}
-    pages = {stem for stem in chosen if is_built(statuses[stem])}
+    pages = _pages(course, [stem for stem in chosen if is_built(statuses[stem])])
     ran_on = f" on Spark {', '.join(sorted(spark_versions))}" if spark_versions else ""
     intro = (
         "# The course book: the state stores of Spark Structured Streaming\n\n"
@@ -171,9 +225,12 @@ def render_index(course: Course, out_dir: pathlib.Path, chosen: list[str], statu
         "says why and which log holds the rest.")
     cells = [nbformat.v4.new_markdown_cell(intro)]
     if path:
-        ran = [times[x.notebook] for x in path if times.get(x.notebook)]
+        ran = [times[x.notebook] for x in path if times.get(x.notebook) and x.part <= 1]
+        notebooks = len({x.notebook for x in path})
+        parts = f" in {len(path)} lessons" if len(path) != notebooks else ""
         cells.append(nbformat.v4.new_markdown_cell(
-            f"## The learning path: {len(path)} notebooks, about "
+            f"## The learning path: {notebooks} notebook{'s' if notebooks != 1 else ''}{parts}, "
+            "about "
             f"{sum(x.minutes for x in path)} minutes of study"
             + (f", and {_run_time(sum(ran))} of demos run when this book was made" if ran else "")
             + "\n\n" + _table(path, statuses, titles, pages, out_dir, times)))

@@ -100,6 +100,24 @@ def test_an_active_query_is_active_not_stalled_and_damage_is_critical_naming_05(
         ("state_not_loaded", "05_recover_corrupted_state"), ("stalled", "06_monitor_state")]
 
 
+def test_logs_that_cannot_be_listed_leave_the_checkpoint_unknown_not_critical(fleet,
+                                                                             monkeypatch):
+    """Nothing known of the metadata file is not its absence: no finding without evidence."""
+    import importlib
+
+    module = importlib.import_module("state_runbooks.runbooks.fleet_health.examine")
+
+    def unlistable(ckpt, diag):
+        raise RunbookError("listing refused")
+
+    monkeypatch.setattr(module, "listed_logs", unlistable)
+    exam = examine(fleet, Folder("mem:/fleet", "mem:/fleet/orders/agg"), state_rows="metadata",
+                   diagnose_fn=healthy, scan_fn=no_scan)
+    assert "metadata_file" not in exam.figures and "logs: listing refused" in exam.not_judged
+    assert exam.status == "unknown" and not [x for x in exam.findings
+                                             if x.severity == "critical"]
+
+
 def test_broken_look_alikes_and_thresholds_on_the_files(fleet):
     lacks = examine(fleet, Folder("mem:/fleet", "mem:/fleet/x", "holds state/ but not offsets/"))
     assert lacks.status == "critical" and lacks.findings[0].code == "incomplete_checkpoint"

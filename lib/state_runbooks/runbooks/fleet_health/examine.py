@@ -188,7 +188,7 @@ def row_figures(reports) -> dict:
 def judge_logs(exam: Examination, t: Thresholds) -> None:
     """Age, batches in flight, the metadata file: what a stopped or stuck query shows."""
     f = exam.figures
-    if not f.get("metadata_file"):
+    if f.get("metadata_file") is False:  # None: the logs could not be listed, nothing is known
         exam.add("no_metadata_file", "critical", "no metadata file: a restart starts a new query "
                  "(a new id) or fails; 05 says what is missing and how to restore it", "05")
     age = f.get("age_hours")

@@ -6,29 +6,23 @@ A fact a run cannot print (what Spark itself does) is shown on Spark by the test
 """
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
 import pytest
+from notebook_text import outputs, prose
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def _cells(name: str) -> list[dict]:
-    return json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())["cells"]
-
-
 def _prose(name: str) -> str:
     """The notebook's markdown, its lines joined (a sentence may wrap anywhere)."""
-    text = "\n".join("".join(c["source"]) for c in _cells(name) if c["cell_type"] == "markdown")
-    return " ".join(text.split())
+    return " ".join(prose(REPO / "notebooks" / f"{name}.ipynb").split())
 
 
 def _printed(name: str) -> str:
-    return "\n".join("".join(o.get("text", "")) for c in _cells(name) if c["cell_type"] == "code"
-                     for o in c.get("outputs", []))
+    return outputs(REPO / "notebooks" / f"{name}.ipynb")
 
 
 def _numbers(pattern: str, text: str, where: str) -> tuple[int, ...]:

@@ -4,30 +4,17 @@ every glossary term is linked where a notebook first uses it, every glossary lin
 entry, and every notebook ends with an exercise that checks a prediction."""
 from __future__ import annotations
 
-import json
 import pathlib
 import re
 
 import pytest
+from notebook_text import cells, outputs, prose
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 PLAYBOOKS = sorted((REPO / "runbooks").glob("*.md"))
 GLOSSARY = (REPO / "runbooks" / "glossary.md").read_text()
 ENTRIES = re.findall(r'^### <a id="([^"]+)"></a>(.+)$', GLOSSARY, re.M)
-
-
-def cells(path: pathlib.Path) -> list[dict]:
-    return json.loads(path.read_text())["cells"]
-
-
-def prose(path: pathlib.Path) -> str:
-    return "\n".join("".join(c["source"]) for c in cells(path) if c["cell_type"] == "markdown")
-
-
-def outputs(path: pathlib.Path) -> str:
-    return "\n".join("".join(o.get("text", "")) for c in cells(path) if c["cell_type"] == "code"
-                     for o in c.get("outputs", []))
 
 
 def everything() -> str:

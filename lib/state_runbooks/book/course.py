@@ -132,11 +132,10 @@ def _numbered_parts(path: pathlib.Path, course: Course) -> Course:
 
 
 def _check_order(path: pathlib.Path, course: Course) -> None:
-    """Each notebook once, and a notebook named as a prerequisite comes earlier in the path."""
+    """A notebook named as a prerequisite comes earlier in the path (each notebook is listed once,
+    or once per part: :func:`_numbered_parts`)."""
     seen: set[str] = set()
     for lesson in course.lessons:
-        if lesson.notebook in seen and lesson.part <= 1:
-            raise RunbookError(f"{path}: {lesson.notebook} is listed twice")
         earlier = seen if lesson in course.path else {x.notebook for x in course.path}
         for prerequisite in filter(is_notebook_name, lesson.prerequisites):
             if prerequisite not in earlier:

@@ -55,6 +55,7 @@ from state_runbooks.common.spark_settings import (
 from state_runbooks.core import growth as state_growth
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.fs import tree_checksums
+from state_runbooks.core.state_file_stats import partition_figures
 from state_runbooks.demos import faults
 from state_runbooks.demos.checkpoints import DemoRun, build_demo_checkpoint, provider_conf
 from state_runbooks.runbooks import enable_rocksdb as er
@@ -846,6 +847,9 @@ def test_13_gives_each_shape_the_status_03_and_05_give_it(spark, corpus, name):
     assert {f.code for f in exam.findings if f.severity == "warning"} == warned
     assert exam.figures["state_loads"] is True
     assert exam.figures["rows"] == sum(r.rows for r in reports)
+    assert exam.figures["files_from"] == "Spark's job over the fleet"
+    listed = partition_figures(ckpt.partition_files())  # the driver's listing: the same figures
+    assert {k: exam.figures[k] for k in listed} == listed
 
 
 # -- last in the module ----------------------------------------------------------------------------

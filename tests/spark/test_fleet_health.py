@@ -15,7 +15,9 @@ import tiers
 from checkpoint_trees import age, tree_sha
 
 from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.spark_settings import PARALLEL_DISCOVERY_CONF
 from state_runbooks.core.checkpoint import Checkpoint
+from state_runbooks.core.state_file_stats import spark_partitions
 from state_runbooks.demos import faults
 from state_runbooks.demos.checkpoints import demo_query, run_demo_batches
 from state_runbooks.runbooks import fleet_health as fh
@@ -85,6 +87,29 @@ def test_every_checkpoint_is_reported_as_03_and_05_report_it_and_nothing_changes
     assert found["broken/no_metadata"].worst.code == "no_metadata_file"
     assert found["broken/never_ran"].findings[0].code == "never_ran"
     assert run.worst_first[0].status == "critical"
+    assert run.files_counted == "one Spark job over the checkpoints' folders"
+    for path in [*HEALTHY, *BROKEN, "broken/no_metadata"]:
+        assert found[path].figures["files_from"] == "Spark's job over the fleet", path
+
+
+def test_spark_counts_each_partitions_files_as_the_drivers_listing_does(spark, root):
+    """One Spark job over the fleet's folders gives every state partition (each operator, join
+    store and provider) the bytes, files and versions the driver's own listing gives it; a
+    folder whose name Spark would read as a glob is left to the driver's listing."""
+    fleet = root / "root"
+    ckpts = [Checkpoint(spark, str(fleet / p), require_state=False) for p in [*HEALTHY, *BROKEN]]
+    counted = spark_partitions(spark, [c.root for c in ckpts])
+
+    def key(p):
+        return p["operator_id"], p["partition_id"], p["store_name"]
+
+    for ckpt in ckpts:
+        assert sorted(counted[ckpt.root], key=key) == sorted(ckpt.partition_files(), key=key)
+    assert len({p["store_name"] for p in counted[ckpts[2].root]}) == 4  # the join's stores
+    windows = ckpts[1]  # RocksDB: its SST files count in the bytes, beside its .zip snapshots
+    assert sum(p["bytes"] for p in counted[windows.root]) > sum(
+        f.size for f in windows.state_files())
+    assert spark_partitions(spark, [f"{ckpts[0].root}[1]"]) == {}
 
 
 def test_the_history_read_back_across_two_runs_gives_the_growth(spark, root, demo_factory):
@@ -158,6 +183,38 @@ def test_a_query_committing_while_examined_is_active(spark, demo_factory, tmp_pa
     finally:
         query.stop()
     (exam,) = run.examinations
+    assert run.files_counted == "one Spark job over the checkpoints' folders"
     assert exam.status == "active", (exam.findings, exam.not_judged)
     assert exam.active and not {f.code for f in exam.findings} & {"stalled", "state_not_loaded",
                                                                   "damaged_files"}
+
+
+def test_more_folders_than_sparks_threshold_are_listed_by_a_spark_job_a_task_a_core(
+        spark, demo_factory, tmp_path):
+    """Above ``parallelPartitionDiscovery.threshold`` (32 on the installed Spark) folders, Spark
+    lists them in a job of its own, one task per core here, where at or below it the driver
+    lists them: the job that counts the fleet's files runs one more job for the listing. The
+    scan that follows reads no content: a task a core."""
+    source = demo_factory("dedup", "hdfs").checkpoint_path.removeprefix("file:")
+    threshold = int(spark.conf.get(PARALLEL_DISCOVERY_CONF))
+    assert threshold == 32
+    roots = []
+    for i in range(threshold + 1):
+        shutil.copytree(source, tmp_path / f"q{i:02d}")
+        roots.append(Checkpoint(spark, str(tmp_path / f"q{i:02d}"), require_state=False).root)
+    tracker, jobs = spark.sparkContext.statusTracker(), {}
+    for n in (threshold, threshold + 1):
+        group = f"fleet-files-{n}"
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            assert len(spark_partitions(spark, roots[:n])) == n
+        finally:
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        jobs[n] = [tracker.getJobInfo(j) for j in tracker.getJobIdsForGroup(group)]
+    assert len(jobs[threshold + 1]) == len(jobs[threshold]) + 1
+    listing, *counting = sorted(jobs[threshold + 1], key=lambda j: j.jobId)
+    cores = spark.sparkContext.defaultParallelism
+    assert [tracker.getStageInfo(s).numTasks for s in listing.stageIds] == [cores]
+    # The scan: a task a core (Spark's packing may leave one more), where by default each small
+    # file would count 4 MB: a task for every 32 files.
+    assert tracker.getStageInfo(counting[0].stageIds[0]).numTasks <= cores + 1

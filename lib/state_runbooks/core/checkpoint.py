@@ -30,16 +30,14 @@ from state_runbooks.common.runtime import (
     OSS_HDFS_PROVIDER,
     provider_kind,
 )
-from state_runbooks.common.spark_settings import (
-    MIN_BATCHES_TO_RETAIN_CONF,
-    PROVIDER_CONF,
-)
+from state_runbooks.common.spark_settings import MIN_BATCHES_TO_RETAIN_CONF, PROVIDER_CONF
 
 from . import offset_log
 from .fs import open_fs, state_reader_root
 from .fs.base import FileEntry, is_checksum_file
 from .fs.memory import MemoryFiles
 from .log_files import read_log as _read_log
+from .state_file_stats import layout_partitions
 from .state_files import (  # noqa: F401 - part of this API
     DEFAULT_STORE,
     STATE_FILE_PATTERN,
@@ -459,6 +457,10 @@ class Checkpoint:
             files = [f for f in files if f.store_name == store_name]
         return sorted(files, key=lambda f: (f.operator_id, f.store_name, f.partition_id, f.version,
                                             f.kind))
+
+    def partition_files(self) -> list[dict]:
+        """Each state partition's bytes, files and versions (``state_file_stats``)."""
+        return layout_partitions(self._layout)
 
     def disk_bytes(self, operator_id: int, store_name: str) -> dict:
         """Bytes on disk of one store: every retained state file, and the newest version alone."""

@@ -22,7 +22,7 @@ from state_runbooks.common.spark_settings import (
 )
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.log_files import listed_batches
-from state_runbooks.core.state_files import SNAPSHOT_KINDS
+from state_runbooks.core.state_file_stats import partition_figures
 from state_runbooks.core.store_scan import inspect_stores
 from state_runbooks.running.checklist import production_checklist
 from state_runbooks.running.results import Finding
@@ -143,24 +143,14 @@ def offsets_figures(ckpt: Checkpoint, newest: int | None, last: int | None) -> d
     return out
 
 
-def file_figures(ckpt: Checkpoint) -> dict:
-    """Bytes and files on storage per partition, and each partition's snapshot lag (versions
-    since its newest snapshot, from the file names)."""
-    parts: dict[tuple, dict] = {}
-    for f in ckpt.state_files():
-        p = parts.setdefault((f.operator_id, f.store_name, f.partition_id),
-                             {"bytes": 0, "files": 0, "newest": 0, "snapshot": 0})
-        p["bytes"] += f.size
-        p["files"] += 1
-        p["newest"] = max(p["newest"], f.version)
-        if f.kind in SNAPSHOT_KINDS:
-            p["snapshot"] = max(p["snapshot"], f.version)
-    lags = [p["newest"] - p["snapshot"] for p in parts.values()]
-    return {"bytes": sum(p["bytes"] for p in parts.values()),
-            "files": sum(p["files"] for p in parts.values()),
-            "max_files_per_partition": max((p["files"] for p in parts.values()), default=0),
-            "max_bytes_per_partition": max((p["bytes"] for p in parts.values()), default=0),
-            "max_snapshot_lag": max(lags, default=0)}
+def file_figures(ckpt: Checkpoint, counted: list[dict] | None = None) -> dict:
+    """Bytes and files on storage (state files, SSTs, schemas), the largest partition, and the
+    largest snapshot lag (versions since a partition's newest snapshot, from the file names):
+    from the fleet's Spark job (``counted``: this checkpoint's partitions), else from the listing
+    the examination already holds."""
+    if counted is not None:
+        return {**partition_figures(counted), "files_from": "Spark's job over the fleet"}
+    return {**partition_figures(ckpt.partition_files()), "files_from": "the driver's listing"}
 
 
 def operator_figures(ckpt: Checkpoint) -> dict:
@@ -260,21 +250,24 @@ def rows_mode(state_rows: str, figures: dict) -> str:
 # -- one checkpoint --------------------------------------------------------------------------------
 def examine(spark, folder: Folder, thresholds: Thresholds | None = None, state_rows: str = "auto",
             now_ms: int | None = None, diagnose_fn=diagnose, scan_fn=inspect_stores,
-            opened: Checkpoint | None = None) -> Examination:
+            opened: Checkpoint | None = None, counted_files=None) -> Examination:
     """Every figure and finding of one folder, read-only (``opened``: its checkpoint, when the
-    caller has opened it already)."""
+    caller has opened it already; ``counted_files(path)``: its partitions as the fleet's Spark
+    job counted them, None where it did not)."""
     t = thresholds or Thresholds()
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     started = time.monotonic()
     exam = Examination(folder.path, folder.root)
     try:
-        _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, opened)
+        _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, opened,
+                 counted_files or (lambda _path: None))
     finally:
         exam.seconds = round(time.monotonic() - started, 3)
     return exam
 
 
-def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, opened) -> None:
+def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, opened,
+             counted_files) -> None:
     if folder.lacks:
         never_ran = folder.lacks.startswith("only its metadata file")
         exam.add("never_ran" if never_ran else "incomplete_checkpoint",
@@ -303,7 +296,8 @@ def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, o
     if not stateful:
         return
     exam.figures.update(_guarded(exam, "operators", operator_figures, ckpt) or {})
-    exam.figures.update(_guarded(exam, "files", file_figures, ckpt) or {})
+    exam.figures.update(_guarded(exam, "files", file_figures, ckpt,
+                                 counted_files(folder.path)) or {})
     mode = rows_mode(state_rows, exam.figures)
     reports = None
     if exam.figures.get("last_committed_batch") is None:

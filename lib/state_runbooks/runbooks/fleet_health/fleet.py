@@ -1,6 +1,7 @@
-"""The fleet run: find every checkpoint under the roots, examine them concurrently (each
-examination's reads are Spark jobs; up to ``parallelism`` run at once), judge each one's growth
-from the history, and append this run to the history once.
+"""The fleet run: find every checkpoint under the roots, count their state files in one Spark
+job over their folders, examine them concurrently (each examination's reads are Spark jobs; up to
+``parallelism`` run at once), judge each one's growth from the history, and append this run to the
+history once.
 
 Concurrent examinations share one session. Spark's reader needs a checkpoint's format in the
 session conf while a read is planned, so checkpoints are examined in groups of one format, the
@@ -19,6 +20,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.discovery import DEFAULT_MAX_DEPTH
 from state_runbooks.core.fs import open_fs
 from state_runbooks.core.fs.memory import MemoryFiles
+from state_runbooks.core.state_file_stats import spark_partitions
 from state_runbooks.session.spark_session import session_conf
 
 from .examine import STATE_ROWS, STATUSES, Examination, examine
@@ -41,6 +43,7 @@ class FleetRun:
     history_format: str = "parquet"
     history: list[dict] = field(default_factory=list)  # the rows before this run
     appended: int = 0  # rows this run appended
+    files_counted: str = ""  # how the state files were counted
 
     @property
     def worst_first(self) -> list[Examination]:
@@ -81,18 +84,36 @@ def _opened(spark, folder) -> tuple[Checkpoint | None, int]:
         return None, 1
 
 
+def count_files(spark, folders) -> dict[str, list[dict]] | None:
+    """Every whole checkpoint's state partitions, by path, from one Spark job over their folders
+    (None on the unit tests' in-memory files: each examination counts its own listing)."""
+    if isinstance(spark, MemoryFiles):
+        return None
+    return spark_partitions(spark, [f.path for f in folders if f.whole])
+
+
 def examine_all(spark, folders, thresholds: Thresholds, state_rows: str, parallelism: int,
-                now_ms: int, **examine_kwargs) -> list[Examination]:
-    """Every folder examined, up to ``parallelism`` at once, a group per checkpoint format."""
+                now_ms: int, **examine_kwargs) -> tuple[list[Examination], str]:
+    """Every folder examined, up to ``parallelism`` at once, a group per checkpoint format, and
+    how the state files were counted. The files are counted by one Spark job beside the
+    examinations; where it fails, each examination counts the listing it holds."""
     workers = max(int(parallelism), 1)
 
-    def examined(pair: list):
-        folder, ckpt = pair
-        pair[1] = None  # a checkpoint examined is let go: the driver's memory stays flat
-        return examine(spark, folder, thresholds, state_rows, now_ms, opened=ckpt,
-                       **examine_kwargs)
+    with ThreadPoolExecutor(max_workers=workers) as pool, \
+            ThreadPoolExecutor(max_workers=1) as beside:
+        counting = beside.submit(count_files, spark, folders)
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+        def counted(path: str) -> list[dict] | None:
+            with contextlib.suppress(Exception):  # said once, below
+                return (counting.result() or {}).get(path)
+            return None
+
+        def examined(pair: list):
+            folder, ckpt = pair
+            pair[1] = None  # a checkpoint examined is let go: the driver's memory stays flat
+            return examine(spark, folder, thresholds, state_rows, now_ms, opened=ckpt,
+                           counted_files=counted, **examine_kwargs)
+
         groups: dict[int, list] = {}
         for folder, (ckpt, fmt) in zip(folders, pool.map(lambda f: _opened(spark, f), folders)):
             groups.setdefault(fmt, []).append([folder, ckpt])
@@ -102,7 +123,12 @@ def examine_all(spark, folders, thresholds: Thresholds, state_rows: str, paralle
                     if fmt > 1 and not isinstance(spark, MemoryFiles) else contextlib.nullcontext())
             with conf:
                 out += list(pool.map(examined, groups.pop(fmt)))
-    return out
+    error = counting.exception()
+    how = ("each checkpoint's own listing" if error is None and counting.result() is None else
+           "one Spark job over the checkpoints' folders" if error is None else
+           "each checkpoint's own listing (Spark's job over the folders failed: "
+           f"{str(error).splitlines()[0] if str(error) else type(error).__name__})")
+    return out, how
 
 
 def run_fleet(spark, checkpoint_path, max_depth: int = DEFAULT_MAX_DEPTH,
@@ -121,11 +147,13 @@ def run_fleet(spark, checkpoint_path, max_depth: int = DEFAULT_MAX_DEPTH,
     fmt = history_format(history_path, history_format_) if history_path else "parquet"
     folders = find_checkpoints(roots, max_depth, include, exclude)
     before = read_history(spark, history_path, fmt)
-    exams = examine_all(spark, folders, t, state_rows, parallelism, run_ms, **examine_kwargs)
+    exams, files_counted = examine_all(spark, folders, t, state_rows, parallelism, run_ms,
+                                       **examine_kwargs)
     for exam in exams:
         judge_growth(exam, [r for r in before if r["checkpoint_path"] == exam.checkpoint_path],
                      run_ms, t.max_growth_per_day)
-    run = FleetRun([fs.root for fs in roots], exams, run_ms, 0.0, t, history_path, fmt, before)
+    run = FleetRun([fs.root for fs in roots], exams, run_ms, 0.0, t, history_path, fmt, before,
+                   files_counted=files_counted)
     run.appended = append_history(spark, history_path, [history_row(run_ms, e) for e in exams],
                                   fmt)
     run.seconds = round(time.monotonic() - started, 2)

@@ -35,7 +35,8 @@ def fleet_table(run: FleetRun):
 def status_lines(run: FleetRun) -> list[str]:
     counts = ", ".join(f"{n} {s}" for s, n in run.counts().items())
     return [f"{len(run.examinations)} folders under {', '.join(run.roots)} in {run.seconds:.1f} s: "
-            f"{counts}"]
+            f"{counts}"] + ([f"state files counted by {run.files_counted}"]
+                            if run.files_counted else [])
 
 
 def next_steps(run: FleetRun) -> list[str]:
@@ -85,6 +86,7 @@ def summarize(summary: Summary, result: FleetRun) -> None:
     summary.details["history"] = {"path": result.history_path, "format": result.history_format,
                                   "rows_before": len(result.history), "appended": result.appended}
     summary.details["seconds"] = result.seconds
+    summary.details["files_counted"] = result.files_counted
     for e in result.worst_first:
         severity = SUMMARY_SEVERITY.get(e.status)
         if severity is None:

@@ -167,6 +167,20 @@ def test_a_root_that_is_not_there_or_holds_no_checkpoint_is_one_line(spark, root
     assert "\n" not in str(raised.value)
 
 
+def test_a_delta_history_without_delta_lake_is_one_line_before_any_checkpoint_is_examined(
+        spark, root, tmp_path):
+    """The installed Spark has no Delta Lake: ``history_format: delta`` stops the run in one
+    line when it starts (the history is read first), not when it appends after every
+    checkpoint was examined; nothing is written."""
+    history, diagnosed = tmp_path / "history", []
+    with pytest.raises(RunbookError, match=r"^history_format=delta needs Delta Lake on this "
+                                           r"Spark .*: install it, or keep the history as "
+                                           r"parquet") as raised:
+        fh.run_fleet(spark, str(root / "root" / "orders"), history_path=str(history),
+                     history_format_="delta", diagnose_fn=diagnosed.append)
+    assert "\n" not in str(raised.value) and not history.exists() and diagnosed == []
+
+
 def test_a_query_committing_while_examined_is_active(spark, demo_factory, tmp_path):
     path = tmp_path / "live" / "dedup"
     shutil.copytree(demo_factory("dedup", "hdfs").checkpoint_path.removeprefix("file:"), path)

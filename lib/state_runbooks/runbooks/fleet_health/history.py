@@ -53,9 +53,27 @@ def read_history(spark, history_path: str, fmt: str = "parquet") -> list[dict]:
         else:
             from state_runbooks.core.fs import open_fs
             if not open_fs(spark, history_path).exists():
+                _require_source(spark, history_path, fmt)
                 return []
             df = spark.read.format(fmt).load(history_path)
         return [r.asDict() for r in df.select(*[c for c, _ in COLUMNS]).collect()]
+
+
+def _require_source(spark, history_path: str, fmt: str) -> None:
+    """A history format this Spark cannot write is refused before the run, in one line, not
+    after every checkpoint was examined: Delta is a package of its own."""
+    if fmt != "delta":
+        return
+    try:
+        with spark_errors(f"reading the fleet history {history_path}"):
+            spark.read.format(fmt).load(history_path).schema  # noqa: B018 - resolves the source
+    except RunbookError as error:
+        if error.error_class == "DATA_SOURCE_NOT_FOUND":
+            raise RunbookError("history_format=delta needs Delta Lake on this Spark (the "
+                               "delta-spark package and its jars, or a Databricks runtime): "
+                               "install it, or keep the history as parquet or in a catalog "
+                               "table") from None
+        # Delta is there: the table is not written yet
 
 
 def append_history(spark, history_path: str, rows: list[dict], fmt: str = "parquet") -> int:

@@ -160,11 +160,14 @@ def test_move_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_
 def test_fleet_demo_on_a_standalone_cluster_says_what_local_mode_says(standalone_cluster,
                                                                       tmp_path):
     """13's demo examines its dozen checkpoints on the cluster, up to four at once: the driver
-    lists and reads the logs, the cluster's executors load each newest state and count its
-    rows, and every checkpoint gets the status it gets in local mode."""
+    lists and reads the logs, the cluster's executors count every checkpoint's state files in
+    one job, load each newest state and count its rows, and every checkpoint gets the status it
+    gets in local mode."""
     name = "13_fleet_health"
     result = run_exercised(name, tmp_path, spark_master=standalone_cluster.url)
     says_what_classic_says(result, name)
+    assert result.summary["files_counted"] == (
+        "one Spark job over the checkpoints' folders")
 
 
 @pytest.mark.slow

@@ -90,6 +90,8 @@ def test_every_checkpoint_is_reported_as_03_and_05_report_it_and_nothing_changes
     assert run.files_counted == "one Spark job over the checkpoints' folders"
     for path in [*HEALTHY, *BROKEN, "broken/no_metadata"]:
         assert found[path].figures["files_from"] == "Spark's job over the fleet", path
+        assert found[path].figures["min_batches_to_retain"] == 100, path  # Spark's default
+        assert found[path].figures["retention"].startswith("not due yet: "), path
 
 
 def test_spark_counts_each_partitions_files_as_the_drivers_listing_does(spark, root):

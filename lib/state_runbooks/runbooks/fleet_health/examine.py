@@ -24,7 +24,7 @@ from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.log_files import listed_batches
 from state_runbooks.core.state_file_stats import partition_figures
 from state_runbooks.core.store_scan import inspect_stores
-from state_runbooks.running.checklist import production_checklist
+from state_runbooks.running.checklist import production_checklist, retention_check
 from state_runbooks.running.results import Finding
 from state_runbooks.safety.diagnosis.diagnose import diagnose
 from state_runbooks.safety.watch import log_listing
@@ -151,6 +151,13 @@ def file_figures(ckpt: Checkpoint, counted: list[dict] | None = None) -> dict:
     if counted is not None:
         return {**partition_figures(counted), "files_from": "Spark's job over the fleet"}
     return {**partition_figures(ckpt.partition_files()), "files_from": "the driver's listing"}
+
+
+def retention_figures(ckpt: Checkpoint) -> dict:
+    """``minBatchesToRetain`` against the batches the logs keep and the oldest state on disk:
+    03's retention item, in every ``state_rows`` mode."""
+    return {"min_batches_to_retain": ckpt.retention()[0],
+            "retention": retention_check(ckpt).message}
 
 
 def operator_figures(ckpt: Checkpoint) -> dict:
@@ -296,6 +303,7 @@ def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, o
     if not stateful:
         return
     exam.figures.update(_guarded(exam, "operators", operator_figures, ckpt) or {})
+    exam.figures.update(_guarded(exam, "retention", retention_figures, ckpt) or {})
     exam.figures.update(_guarded(exam, "files", file_figures, ckpt,
                                  counted_files(folder.path)) or {})
     mode = rows_mode(state_rows, exam.figures)

@@ -156,8 +156,9 @@ def file_figures(ckpt: Checkpoint, counted: list[dict] | None = None) -> dict:
 def retention_figures(ckpt: Checkpoint) -> dict:
     """``minBatchesToRetain`` against the batches the logs keep and the oldest state on disk:
     03's retention item, in every ``state_rows`` mode."""
-    return {"min_batches_to_retain": ckpt.retention()[0],
-            "retention": retention_check(ckpt).message}
+    retention = ckpt.retention()
+    return {"min_batches_to_retain": retention[0],
+            "retention": retention_check(ckpt, retention).message}
 
 
 def operator_figures(ckpt: Checkpoint) -> dict:

@@ -287,13 +287,14 @@ class Checkpoint:
     def min_batches_to_retain(self) -> int:
         return self.retention()[0]
 
-    def retention(self) -> tuple[int, str]:
+    def retention(self, batch_ids: list[int] | None = None) -> tuple[int, str]:
         """``minBatchesToRetain`` and where it comes from. The offsets log does not record it;
         once Spark has purged old log entries (it keeps that many batches before the newest), the
-        logs show the query's own value; before, only Spark's default can be said."""
+        logs show the query's own value; before, only Spark's default can be said. ``batch_ids``:
+        the offsets entries a listing just saw (sorted), else the log is listed."""
         if MIN_BATCHES_TO_RETAIN_CONF in self.pinned_conf:
             return int(self.pinned_conf[MIN_BATCHES_TO_RETAIN_CONF]), "pinned in the offsets log"
-        ids = self.offset_batch_ids
+        ids = self.offset_batch_ids if batch_ids is None else batch_ids
         if ids and ids[0] > 0:
             return ids[-1] - ids[0], f"from the logs: Spark purged the entries before {ids[0]}"
         return DEFAULT_MIN_BATCHES_TO_RETAIN, ("Spark's default: the logs are not purged yet and "

@@ -235,14 +235,14 @@ def check_location(ckpt: Checkpoint) -> Finding | None:
                  "two at once (one query id)")
 
 
-def retention_check(ckpt: Checkpoint, retention: tuple[int, str] | None = None) -> Finding:
+def retention_check(ckpt: Checkpoint, batch_ids: list[int] | None = None) -> Finding:
     """Whether old state versions are deleted: state files older than the oldest batch the logs
     keep are what state maintenance (a background task of the running query) has yet to delete.
-    ``minBatchesToRetain`` comes from the checkpoint (``Checkpoint.retention``, or ``retention``
-    when the caller has it already)."""
-    batches = ckpt.offset_batch_ids
+    ``minBatchesToRetain`` comes from the checkpoint (``Checkpoint.retention``); ``batch_ids``:
+    the offsets entries a listing just saw (sorted), else the log is listed."""
+    batches = ckpt.offset_batch_ids if batch_ids is None else batch_ids
     ran = batches[-1] + 1 if batches else 0
-    retain, source = retention or ckpt.retention()
+    retain, source = ckpt.retention(batches)
     oldest_state = min((f.batch_id for f in ckpt.state_files()), default=None)
     oldest_log = batches[0] if batches else 0
     said = f"minBatchesToRetain={retain} ({source})"

@@ -153,12 +153,12 @@ def file_figures(ckpt: Checkpoint, counted: list[dict] | None = None) -> dict:
     return {**partition_figures(ckpt.partition_files()), "files_from": "the driver's listing"}
 
 
-def retention_figures(ckpt: Checkpoint) -> dict:
+def retention_figures(ckpt: Checkpoint, listing: dict | None) -> dict:
     """``minBatchesToRetain`` against the batches the logs keep and the oldest state on disk:
-    03's retention item, in every ``state_rows`` mode."""
-    retention = ckpt.retention()
-    return {"min_batches_to_retain": retention[0],
-            "retention": retention_check(ckpt, retention).message}
+    03's retention item, in every ``state_rows`` mode, from the logs as listed (``listing``)."""
+    batches = sorted(listed_batches(listing, "offsets")) if listing is not None else None
+    return {"min_batches_to_retain": ckpt.retention(batches)[0],
+            "retention": retention_check(ckpt, batches).message}
 
 
 def operator_figures(ckpt: Checkpoint) -> dict:
@@ -304,7 +304,7 @@ def _examine(spark, folder, exam, t, state_rows, now_ms, diagnose_fn, scan_fn, o
     if not stateful:
         return
     exam.figures.update(_guarded(exam, "operators", operator_figures, ckpt) or {})
-    exam.figures.update(_guarded(exam, "retention", retention_figures, ckpt) or {})
+    exam.figures.update(_guarded(exam, "retention", retention_figures, ckpt, listing) or {})
     exam.figures.update(_guarded(exam, "files", file_figures, ckpt,
                                  counted_files(folder.path)) or {})
     mode = rows_mode(state_rows, exam.figures)

@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from state_runbooks.common.errors import RunbookError
+from state_runbooks.common.errors import RunbookError, first_line
 from state_runbooks.common.spark_settings import CHECKPOINT_FORMAT_CONF
 from state_runbooks.core.checkpoint import Checkpoint
 from state_runbooks.core.discovery import DEFAULT_MAX_DEPTH
@@ -123,12 +123,12 @@ def examine_all(spark, folders, thresholds: Thresholds, state_rows: str, paralle
                     if fmt > 1 and not isinstance(spark, MemoryFiles) else contextlib.nullcontext())
             with conf:
                 out += list(pool.map(examined, groups.pop(fmt)))
-    error = counting.exception()
-    how = ("each checkpoint's own listing" if error is None and counting.result() is None else
-           "one Spark job over the checkpoints' folders" if error is None else
-           "each checkpoint's own listing (Spark's job over the folders failed: "
-           f"{str(error).splitlines()[0] if str(error) else type(error).__name__})")
-    return out, how
+    if counting.exception() is not None:
+        return out, ("each checkpoint's own listing (Spark's job over the folders failed: "
+                     f"{first_line(counting.exception())})")
+    if counting.result() is None:
+        return out, "each checkpoint's own listing"
+    return out, "one Spark job over the checkpoints' folders"
 
 
 def run_fleet(spark, checkpoint_path, max_depth: int = DEFAULT_MAX_DEPTH,
